@@ -1,0 +1,93 @@
+"""Undo as a state transition: put a task back exactly as it was before its last step.
+
+The undone step keeps its output and is marked `undone`; a fresh copy of it goes back to the
+front of the queue on a new branch, so re-running it grows a second branch beside the first
+instead of overwriting history. Steps the undone step queued, which never ran, are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+
+from agent_core.store.base import MemoryWrite, TaskChange
+from agent_core.types import StepKind, StepStatus, TaskState, TaskStep, new_id
+
+__all__ = ["link_feedback", "undo_last"]
+
+
+def undo_last(state: TaskState, change: TaskChange) -> None:
+    """Undo the task's last completed step, recording what changed in `change`."""
+    step_id = state.completed.pop()
+    step = state.steps[step_id]
+    snapshot = state.snapshots.pop(step_id)
+    task = state.task
+    task.memory.restore(snapshot.memory)
+    task.extra_state = json.loads(snapshot.extra_state_json)
+    state._extra_state_json = snapshot.extra_state_json
+    task.usage = task.usage - state.outputs[step_id].usage
+    step.status = StepStatus.UNDONE
+    change.dropped_snapshots.append(step_id)
+    if snapshot.memory.messages is not None:
+        change.memory = MemoryWrite(keep=0, append=task.memory.get_all())
+    elif change.memory is None or change.memory.keep > len(task.memory):
+        change.memory = MemoryWrite(keep=len(task.memory))
+    if step.kind is StepKind.HUMAN:
+        touched = _unlink_feedback(state, step)
+    else:
+        touched = _requeue(state, step, change)
+    _record(change, state, [step, *touched])
+
+
+def _requeue(state: TaskState, step: TaskStep, change: TaskChange) -> list[TaskStep]:
+    children = [s for s in state.queue if step.step_id in state.steps[s].prev_step_ids]
+    for child_id in children:
+        state.queue.remove(child_id)
+        del state.steps[child_id]
+        if child_id in step.next_step_ids:
+            step.next_step_ids.remove(child_id)
+    change.dropped_steps.extend(children)
+    again = TaskStep(
+        task_id=step.task_id,
+        input=step.input,
+        edited=step.edited,
+        proposed_input=step.proposed_input,
+        kind=step.kind,
+        needs_approval=step.needs_approval,
+        step_state=dict(step.step_state),
+        prev_step_ids=list(step.prev_step_ids),
+        depends_on=list(step.depends_on),
+        branch_id=new_id()[:8],
+    )
+    state.steps[again.step_id] = again
+    state.queue.insert(0, again.step_id)
+    touched = [again]
+    for queued_id in state.queue:
+        queued = state.steps[queued_id]
+        if step.step_id in queued.depends_on:
+            queued.depends_on = [
+                again.step_id if d == step.step_id else d for d in queued.depends_on
+            ]
+            touched.append(queued)
+    return touched
+
+
+def link_feedback(state: TaskState, feedback: TaskStep) -> None:
+    """Draw a feedback step before the steps it precedes (the upcoming ones)."""
+    for queued_id in state.queue:
+        state.steps[queued_id].prev_step_ids.append(feedback.step_id)
+
+
+def _unlink_feedback(state: TaskState, feedback: TaskStep) -> list[TaskStep]:
+    touched = []
+    for queued_id in state.queue:
+        queued = state.steps[queued_id]
+        if feedback.step_id in queued.prev_step_ids:
+            queued.prev_step_ids.remove(feedback.step_id)
+            touched.append(queued)
+    return touched
+
+
+def _record(change: TaskChange, state: TaskState, steps: list[TaskStep]) -> None:
+    by_id = {s.step_id: s for s in change.steps}
+    by_id.update({s.step_id: s for s in steps})
+    change.steps = [s for s in by_id.values() if s.step_id in state.steps]

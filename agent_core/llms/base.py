@@ -1,0 +1,132 @@
+"""The one LLM protocol every adapter implements, and the messages it speaks.
+
+Messages are frozen so that a memory snapshot can share them instead of copying them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "LLM",
+    "ChatMessage",
+    "ChatResponse",
+    "ChatStreamEvent",
+    "Role",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(BaseModel):
+    """One call of a tool requested by the model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = ""
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ChatMessage(BaseModel):
+    """One message of a conversation, as a model sees it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content}"
+
+
+class Usage(BaseModel):
+    """Tokens a call used and, when the price is known, what it cost."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        costs = [c for c in (self.cost_usd, other.cost_usd) if c is not None]
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost_usd=sum(costs) if costs else None,
+        )
+
+    def __sub__(self, other: Usage) -> Usage:
+        cost = None
+        if self.cost_usd is not None:
+            cost = max(0.0, self.cost_usd - (other.cost_usd or 0.0))
+        return Usage(
+            prompt_tokens=max(0, self.prompt_tokens - other.prompt_tokens),
+            completion_tokens=max(0, self.completion_tokens - other.completion_tokens),
+            cost_usd=cost,
+        )
+
+
+class ChatResponse(BaseModel):
+    """A model's reply to one `chat` call."""
+
+    message: ChatMessage
+    usage: Usage = Field(default_factory=Usage)
+    model: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The reply's text content."""
+        return self.message.content
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls the model asked for, if any."""
+        return self.message.tool_calls
+
+
+class ToolSpec(BaseModel):
+    """What a model is told about a tool: its name, purpose and JSON schema of arguments."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+
+
+class ChatStreamEvent(BaseModel):
+    """One item of a streamed reply: a text delta, and on the last item the whole response."""
+
+    delta: str = ""
+    response: ChatResponse | None = None
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """An async chat model. Adapters wrap a provider SDK; scripted models serve tests and demos."""
+
+    model: str
+
+    async def chat(
+        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
+    ) -> ChatResponse:
+        """Return the model's reply to `messages`, possibly with tool calls."""
+        ...
+
+    def stream_chat(
+        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
+    ) -> AsyncIterator[ChatStreamEvent]:
+        """Yield the reply as text deltas; the last event carries the whole `ChatResponse`."""
+        ...

@@ -1,0 +1,130 @@
+"""Models that need no provider: fixed replies for tests and demos, or a Python callable."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+
+from agent_core._tokens import estimate_tokens
+from agent_core.errors import LLMError
+from agent_core.llms.base import ChatMessage, ChatResponse, ChatStreamEvent, ToolSpec, Usage
+
+__all__ = ["FunctionLLM", "ScriptedLLM"]
+
+Reply = str | ChatResponse
+ReplyFn = Callable[[list[ChatMessage], list[ToolSpec]], Reply | Awaitable[Reply]]
+
+_WORDS = re.compile(r"\S+\s*|\s+")
+
+
+def _as_response(reply: Reply, messages: Sequence[ChatMessage], model: str) -> ChatResponse:
+    if isinstance(reply, ChatResponse):
+        return reply
+    if not isinstance(reply, str):
+        raise LLMError(
+            f"{model} returned a {type(reply).__name__}; a scripted reply must be a str or a "
+            "ChatResponse"
+        )
+    prompt_tokens = sum(estimate_tokens(m.content) for m in messages)
+    return ChatResponse(
+        message=ChatMessage(role="assistant", content=reply),
+        usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=estimate_tokens(reply)),
+        model=model,
+    )
+
+
+async def _stream_words(response: ChatResponse) -> AsyncIterator[ChatStreamEvent]:
+    # Word-sized deltas make a scripted reply stream like a real one in the UI.
+    for word in _WORDS.findall(response.text):
+        yield ChatStreamEvent(delta=word)
+    yield ChatStreamEvent(response=response)
+
+
+class _NoNetworkLLM:
+    """Shared behaviour of the local models: record each request, stream word by word."""
+
+    model: str
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.requests: list[list[ChatMessage]] = []
+
+    async def _reply(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ChatResponse:
+        raise NotImplementedError
+
+    async def chat(
+        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
+    ) -> ChatResponse:
+        """Return the next reply and remember the messages it was asked with."""
+        request = list(messages)
+        self.requests.append(request)
+        return await self._reply(request, list(tools or ()))
+
+    async def stream_chat(
+        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
+    ) -> AsyncIterator[ChatStreamEvent]:
+        """Stream the next reply word by word; the last event holds the whole response."""
+        response = await self.chat(messages, tools=tools)
+        async for event in _stream_words(response):
+            yield event
+
+
+class ScriptedLLM(_NoNetworkLLM):
+    """Replies with a fixed sequence of answers, one per call.
+
+    Args:
+        replies: Each item is the text of one reply, or a whole `ChatResponse` (for tool
+            calls or usage).
+        model: The name the model reports.
+
+    Raises `LLMError` once every reply has been used, so a test sees an agent that asked the
+    model more often than scripted.
+    """
+
+    def __init__(self, replies: Iterable[Reply], *, model: str = "scripted") -> None:
+        super().__init__(model)
+        self._replies = list(replies)
+        self._next = 0
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted replies are still unused."""
+        return len(self._replies) - self._next
+
+    @property
+    def exhausted(self) -> bool:
+        """True once every scripted reply has been used."""
+        return self.remaining == 0
+
+    def add_replies(self, *replies: Reply) -> None:
+        """Append more replies to the script."""
+        self._replies.extend(replies)
+
+    async def _reply(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ChatResponse:
+        if self.exhausted:
+            raise LLMError(
+                f"ScriptedLLM {self.model!r} has no reply left: all {len(self._replies)} "
+                "scripted replies were used. Add replies (add_replies) or check why the agent "
+                "asked the model again."
+            )
+        reply = self._replies[self._next]
+        self._next += 1
+        return _as_response(reply, messages, self.model)
+
+
+class FunctionLLM(_NoNetworkLLM):
+    """Replies with whatever `fn(messages, tools)` returns: a str or a `ChatResponse`.
+
+    `fn` may be sync or async; use it where the reply depends on the request.
+    """
+
+    def __init__(self, fn: ReplyFn, *, model: str = "function") -> None:
+        super().__init__(model)
+        self._fn = fn
+
+    async def _reply(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ChatResponse:
+        reply = self._fn(messages, tools)
+        if inspect.isawaitable(reply):
+            reply = await reply
+        return _as_response(reply, messages, self.model)

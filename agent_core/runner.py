@@ -1,0 +1,854 @@
+"""`AgentRunner`: runs a worker's steps one at a time, and owns everything around them.
+
+The runner keeps the queue of upcoming steps, the status of every step, the snapshots that
+make undo exact, and the store that makes all of it survive a restart. Each operation is a
+small state transition committed to the store in one transaction; the worker only computes.
+
+Every public method has an async twin; the sync ones run on a per-thread event loop and
+refuse to run inside a live loop (use the `a`-prefixed twin there).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from typing import Any
+
+from agent_core import _undo
+from agent_core._claims import IN_FLIGHT, claim_is_stale, new_claim_owner
+from agent_core._streaming import Finished, relay_events
+from agent_core._sync import iterate_sync, run_sync
+from agent_core.breakpoints import Breakpoint, RunUntilResult
+from agent_core.errors import (
+    AgentCoreError,
+    ConflictError,
+    InputTooLargeError,
+    NothingToRunError,
+    NotReadyError,
+    StepError,
+    StepNotFoundError,
+    TaskNotActiveError,
+    TaskNotFoundError,
+    UserError,
+    WorkerStateError,
+)
+from agent_core.events import (
+    EventSink,
+    StepCompletedEvent,
+    StepEvent,
+    StepFailedEvent,
+    StepStartedEvent,
+)
+from agent_core.llms.base import ChatMessage
+from agent_core.memory import DEFAULT_TOKEN_LIMIT, ChatMemoryBuffer
+from agent_core.store.base import MemoryWrite, Store, TaskChange, TaskSummary
+from agent_core.store.memory import InMemoryStore
+from agent_core.types import (
+    AgentChatResponse,
+    AgentState,
+    StepInput,
+    StepKind,
+    StepSnapshot,
+    StepStatus,
+    Task,
+    TaskState,
+    TaskStatus,
+    TaskStep,
+    TaskStepOutput,
+    ToolOutput,
+    utcnow,
+)
+from agent_core.workers.base import BaseAgentWorker
+
+__all__ = ["DEFAULT_MAX_INPUT_CHARS", "AgentRunner"]
+
+DEFAULT_MAX_INPUT_CHARS = 100_000
+_RUNNABLE = (StepStatus.UPCOMING, StepStatus.FAILED, StepStatus.RUNNING)
+
+
+def _short(task_id: str) -> str:
+    return task_id[:8]
+
+
+def _dump_state(extra_state: dict[str, Any], *, task_id: str, step_id: str) -> str:
+    try:
+        return json.dumps(extra_state, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        bad = [key for key, value in extra_state.items() if not _serialisable(value)]
+        raise WorkerStateError(
+            f"the worker left state that cannot be stored as JSON in task {_short(task_id)} "
+            f"(keys {bad or list(extra_state)}: {exc}); keep only str, numbers, bools, None, "
+            "lists and dicts in task.extra_state",
+            task_id=task_id,
+            step_id=step_id,
+        ) from exc
+
+
+def _serialisable(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _merge_state(base_json: str, current_json: str, written: dict[str, Any]) -> dict[str, Any]:
+    """Apply one step's changes to the task's state when another step committed meanwhile."""
+    if current_json == base_json:
+        return written
+    base, merged = json.loads(base_json), json.loads(current_json)
+    for key, value in written.items():
+        if base.get(key, object()) != value:
+            merged[key] = value
+    for key in base.keys() - written.keys():
+        merged.pop(key, None)
+    return merged
+
+
+class AgentRunner:
+    """Runs a worker's tasks step by step: LlamaIndex's `AgentRunner` API plus undo and more.
+
+    Beyond LlamaIndex: exact undo, steering (edit a step's input), human feedback,
+    breakpoints (`run_until`), streaming events, and durable storage.
+
+    Args:
+        agent_worker: The step logic (e.g. `ReActAgentWorker`).
+        store: Where tasks live; defaults to a new `InMemoryStore`. Use `SQLiteStore` to keep
+            tasks across restarts.
+        memory: The shared conversation that finalized tasks add to; loaded from the store's
+            `conversation_id` when not given.
+        conversation_id: Which stored conversation this runner continues.
+        max_input_chars: Longest task input, step input or feedback accepted.
+        delete_task_on_finish: Delete a task from the store once finalized.
+    """
+
+    def __init__(
+        self,
+        agent_worker: BaseAgentWorker,
+        *,
+        store: Store | None = None,
+        memory: ChatMemoryBuffer | None = None,
+        conversation_id: str = "default",
+        max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
+        delete_task_on_finish: bool = False,
+    ) -> None:
+        self.agent_worker = agent_worker
+        self.store: Store = store if store is not None else InMemoryStore()
+        self.conversation_id = conversation_id
+        if memory is None:
+            memory = ChatMemoryBuffer(messages=self.store.load_conversation(conversation_id))
+        self.memory = memory
+        self.max_input_chars = max_input_chars
+        self.delete_task_on_finish = delete_task_on_finish
+        self.state = AgentState()
+        self._owner = new_claim_owner()
+        self._locks: dict[str, threading.RLock] = {}
+        self._locks_guard = threading.Lock()
+
+    # ----------------------------------------------------------------- state and storage
+
+    def _lock(self, task_id: str) -> threading.RLock:
+        with self._locks_guard:
+            return self._locks.setdefault(task_id, threading.RLock())
+
+    def _task_state(self, task_id: str) -> TaskState:
+        """The task's state, reloaded from the store when another runner has moved it on."""
+        if not isinstance(task_id, str):
+            raise UserError(f"task_id must be a str, got {type(task_id).__name__}")
+        cached = self.state.task_dict.get(task_id)
+        version = self.store.task_version(task_id)
+        if version is None:
+            self.state.task_dict.pop(task_id, None)
+            raise TaskNotFoundError(
+                f"no task with id {task_id!r} in this runner's store; list_tasks() shows the "
+                "tasks there, create_task() makes a new one"
+            )
+        if cached is not None and cached.version == version:
+            return cached
+        loaded = self.store.load_task(task_id)
+        if loaded is None:
+            raise TaskNotFoundError(f"task {task_id!r} was deleted while being read")
+        self.state.task_dict[task_id] = loaded
+        return loaded
+
+    def _commit(self, state: TaskState, change: TaskChange) -> None:
+        state.task.updated_at = utcnow()
+        state.version = (change.base_version or 0) + 1
+        try:
+            self.store.commit(change)
+        except BaseException:
+            # Our in-memory copy holds changes the store refused: drop it, reload next time.
+            self.state.task_dict.pop(state.task_id, None)
+            raise
+
+    def _check_size(self, value: StepInput, what: str) -> None:
+        if value is None:
+            return
+        size = len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
+        if size > self.max_input_chars:
+            raise InputTooLargeError(
+                f"{what} is {size:,} characters; the limit is {self.max_input_chars:,}. "
+                "Shorten it, or put large material in a file a tool can read "
+                "(the limit is AgentRunner(max_input_chars=...))"
+            )
+
+    @staticmethod
+    def _check_input_type(value: object) -> None:
+        if value is not None and not isinstance(value, str | dict):
+            raise UserError(
+                f"a step input must be a str, a dict (for tool calls) or None; "
+                f"got {type(value).__name__}"
+            )
+
+    @staticmethod
+    def _check_active(state: TaskState, action: str) -> None:
+        status = state.task.status
+        if status is TaskStatus.ABANDONED:
+            raise TaskNotActiveError(
+                f"task {_short(state.task_id)} was abandoned, so it cannot {action}; its steps "
+                "stay for inspection — create a new task to continue"
+            )
+        if status is TaskStatus.COMPLETED:
+            raise TaskNotActiveError(
+                f"task {_short(state.task_id)} is finished (finalized), so it cannot {action}; "
+                "create a new task to go on"
+            )
+
+    # ------------------------------------------------------------------------ tasks
+
+    def create_task(self, input: str, **kwargs: Any) -> Task:
+        """Create a task and queue its first step; nothing runs yet.
+
+        Keyword arguments `extra_state` (initial worker state) and `spec` (the agent's
+        description) are stored on the task; the rest go to the worker's `initialize_step`.
+        """
+        if not isinstance(input, str):
+            raise UserError(f"a task input must be a str, got {type(input).__name__}")
+        self._check_size(input, "the task input")
+        task = Task(
+            input=input,
+            memory=ChatMemoryBuffer(
+                messages=self.memory.get_all(),
+                token_limit=self.memory.token_limit or DEFAULT_TOKEN_LIMIT,
+            ),
+            history_length=len(self.memory),
+            extra_state=kwargs.pop("extra_state", None) or {},
+            spec=kwargs.pop("spec", None),
+        )
+        step = self.agent_worker.initialize_step(task, **kwargs)
+        state = TaskState(task=task, steps={step.step_id: step}, queue=[step.step_id])
+        state._extra_state_json = _dump_state(task.extra_state, task_id=task.task_id, step_id="")
+        change = TaskChange(
+            state=state,
+            base_version=None,
+            steps=[step],
+            memory=MemoryWrite(keep=0, append=task.memory.get_all()),
+        )
+        self._commit(state, change)
+        self.state.task_dict[task.task_id] = state
+        return task
+
+    def get_task(self, task_id: str) -> Task:
+        """The task with this id."""
+        return self._task_state(task_id).task
+
+    def get_task_state(self, task_id: str) -> TaskState:
+        """The task with all its steps, outputs and queue (for views such as the DAG)."""
+        return self._task_state(task_id)
+
+    def list_tasks(self) -> list[TaskSummary]:
+        """Every task in the store, newest first, as summaries (`get_task` loads one)."""
+        return self.store.list_tasks()
+
+    def get_completed_tasks(self) -> list[TaskSummary]:
+        """The tasks that were finalized."""
+        return [t for t in self.list_tasks() if t.status is TaskStatus.COMPLETED]
+
+    def delete_task(self, task_id: str) -> None:
+        """Delete a task and its steps from the store (the shared conversation is kept)."""
+        self._task_state(task_id)
+        with self._lock(task_id):
+            self.store.delete_task(task_id)
+            self.state.task_dict.pop(task_id, None)
+
+    def abandon_task(self, task_id: str) -> Task:
+        """Stop a task for good; its steps stay visible and the shared memory is untouched."""
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            self._check_active(state, "be abandoned")
+            state.task.status = TaskStatus.ABANDONED
+            self._commit(state, TaskChange(state=state, base_version=state.version))
+        return state.task
+
+    def reset(self) -> None:
+        """Forget the shared conversation and this runner's cache (stored tasks are kept)."""
+        self.memory.reset()
+        self.store.write_conversation(self.conversation_id, MemoryWrite(keep=0))
+        self.state = AgentState()
+
+    # ------------------------------------------------------------------------ steps
+
+    def get_upcoming_steps(self, task_id: str) -> list[TaskStep]:
+        """The steps still to run, in order (including failed and interrupted ones)."""
+        return self._task_state(task_id).step_queue
+
+    def get_completed_steps(self, task_id: str) -> list[TaskStepOutput]:
+        """Outputs of the completed steps, oldest first (undone ones are not included)."""
+        return self._task_state(task_id).completed_steps
+
+    def get_steps(self, task_id: str) -> list[TaskStep]:
+        """Every step the task ever had, undone and failed ones included, in creation order."""
+        return list(self._task_state(task_id).steps.values())
+
+    def get_step(self, task_id: str, step_id: str) -> TaskStep:
+        """One step of a task, by id."""
+        state = self._task_state(task_id)
+        return self._step(state, step_id)
+
+    def get_step_output(self, task_id: str, step_id: str) -> TaskStepOutput | None:
+        """A step's output, if it completed (or was completed and then undone)."""
+        state = self._task_state(task_id)
+        self._step(state, step_id)
+        return state.outputs.get(step_id)
+
+    def get_task_output(self, task_id: str) -> TaskStepOutput:
+        """The output of the task's most recent completed step."""
+        state = self._task_state(task_id)
+        if state.last_output is None:
+            raise NothingToRunError(
+                f"task {_short(task_id)} has no completed step yet; run_step() runs one"
+            )
+        return state.last_output
+
+    def preview_messages(self, task_id: str) -> list[ChatMessage]:
+        """What the model would be sent if the task's next step ran now."""
+        return self.agent_worker.preview_messages(self._task_state(task_id).task)
+
+    def is_interrupted(self, task_id: str, step_id: str) -> bool:
+        """Whether a `running` step's process died (or stopped) mid-step."""
+        step = self.get_step(task_id, step_id)
+        return step.status is StepStatus.RUNNING and claim_is_stale(step.claimed_by, step_id)
+
+    @staticmethod
+    def _step(state: TaskState, step_id: str) -> TaskStep:
+        step = state.steps.get(step_id)
+        if step is None:
+            upcoming = ", ".join(state.queue) or "none"
+            raise StepNotFoundError(
+                f"task {_short(state.task_id)} has no step {step_id!r}; its upcoming steps "
+                f"are: {upcoming}"
+            )
+        return step
+
+    def _pick_step(self, state: TaskState, step_id: str | None) -> TaskStep:
+        if step_id is not None:
+            step = self._step(state, step_id)
+            if step_id not in state.queue:
+                raise NothingToRunError(
+                    f"step {step_id} of task {_short(state.task_id)} is {step.status.value}; "
+                    "only upcoming or failed steps can run (undo_step makes a completed one "
+                    "upcoming again)"
+                )
+            self._check_runnable(state, step)
+            return step
+        for candidate_id in state.queue:
+            candidate = state.steps[candidate_id]
+            if state.is_ready(candidate) and self._claimable(candidate):
+                return candidate
+        raise self._nothing_to_run(state)
+
+    def _claimable(self, step: TaskStep) -> bool:
+        if step.status is not StepStatus.RUNNING:
+            return True
+        return claim_is_stale(step.claimed_by, step.step_id)
+
+    def _check_runnable(self, state: TaskState, step: TaskStep) -> None:
+        if not self._claimable(step):
+            raise ConflictError(
+                f"step {step.step_id} of task {_short(state.task_id)} is already running "
+                f"({step.claimed_by}); wait for it to finish"
+            )
+        waiting = [
+            dep
+            for dep in step.depends_on
+            if dep in state.steps and state.steps[dep].status is not StepStatus.COMPLETED
+        ]
+        if waiting:
+            raise NotReadyError(
+                f"step {step.step_id} waits for steps {', '.join(waiting)} to complete; "
+                "run those first"
+            )
+
+    @staticmethod
+    def _nothing_to_run(state: TaskState) -> UserError:
+        task = _short(state.task_id)
+        if not state.queue:
+            last = state.last_output
+            if last is not None and last.is_last:
+                return NothingToRunError(
+                    f"task {task} has no upcoming step; it finished at step "
+                    f"{last.task_step.number} — call finalize_response(), or undo_step() to "
+                    "go back"
+                )
+            return NothingToRunError(
+                f"task {task} has no upcoming step; undo_step() goes back, create_task() "
+                "starts over"
+            )
+        if any(state.steps[s].status is StepStatus.RUNNING for s in state.queue):
+            return ConflictError(
+                f"every ready step of task {task} is already running; wait for it to finish"
+            )
+        return NotReadyError(
+            f"no upcoming step of task {task} is ready: each waits on steps not completed yet"
+        )
+
+    def edit_step(self, task_id: str, step_id: str, input: StepInput) -> TaskStep:
+        """Change an upcoming step's input without running it (the proposal is kept)."""
+        self._check_input_type(input)
+        self._check_size(input, "the step input")
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            self._check_active(state, "be edited")
+            step = self._step(state, step_id)
+            if step_id not in state.queue or step.status is StepStatus.RUNNING:
+                raise UserError(
+                    f"step {step_id} is {step.status.value}; only upcoming or failed steps "
+                    "can be edited"
+                )
+            step.set_input(input)
+            self._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
+        return step
+
+    # ---------------------------------------------------------------------- running
+
+    def _claim(self, state: TaskState, step_id: str | None, input: StepInput) -> TaskStep:
+        with self._lock(state.task_id):
+            self._check_active(state, "run")
+            step = self._pick_step(state, step_id)
+            if input is not None:
+                step.set_input(input)
+            step.status = StepStatus.RUNNING
+            step.attempts += 1
+            step.claimed_by = self._owner
+            step.started_at = utcnow()
+            step.error = None
+            self._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
+        return step
+
+    async def _arun_step(
+        self,
+        task_id: str,
+        step_id: str | None,
+        input: StepInput,
+        emit: EventSink | None,
+        kwargs: dict[str, Any],
+    ) -> TaskStepOutput:
+        self._check_input_type(input)
+        self._check_size(input, "the step input")
+        state = self._task_state(task_id)
+        step = self._claim(state, step_id, input)
+        base_json = state._extra_state_json or "{}"
+        view = state.task.model_copy(
+            update={"memory": state.task.memory.staged(), "extra_state": json.loads(base_json)}
+        )
+        IN_FLIGHT.start(step.step_id)
+        started = time.perf_counter()
+        try:
+            if emit is not None:
+                emit(StepStartedEvent(task_id=task_id, step_id=step.step_id))
+                kwargs = {**kwargs, "emit": emit}
+            output = await self.agent_worker.arun_step(step, view, **kwargs)
+            latency_ms = (time.perf_counter() - started) * 1000
+            return self._complete(state, step, view, base_json, output, latency_ms)
+        except AgentCoreError as exc:
+            raise self._fail(state, step, exc) from exc
+        except Exception as exc:
+            raise self._fail(state, step, exc) from exc
+        except BaseException:  # Cancelled: the step goes back to upcoming, untouched.
+            self._release(state, step)
+            raise
+        finally:
+            IN_FLIGHT.finish(step.step_id)
+
+    def _complete(
+        self,
+        state: TaskState,
+        step: TaskStep,
+        view: Task,
+        base_json: str,
+        output: TaskStepOutput,
+        latency_ms: float,
+    ) -> TaskStepOutput:
+        if not isinstance(output, TaskStepOutput):
+            raise StepError(
+                f"the worker returned {type(output).__name__}, not a TaskStepOutput",
+                task_id=state.task_id,
+                step_id=step.step_id,
+            )
+        with self._lock(state.task_id):
+            written = _merge_state(base_json, state._extra_state_json or "{}", view.extra_state)
+            new_json = _dump_state(written, task_id=state.task_id, step_id=step.step_id)
+            next_steps = self._adopt_next_steps(state, step, output.next_steps)
+            task = state.task
+            snapshot = StepSnapshot(
+                step_id=step.step_id,
+                memory=task.memory.apply(view.memory),  # type: ignore[arg-type]
+                extra_state_json=state._extra_state_json or "{}",
+            )
+            memory_write = _memory_write(snapshot, task.memory)
+            task.extra_state, state._extra_state_json = written, new_json
+            task.usage = task.usage + output.usage
+            if task.status is TaskStatus.FAILED:
+                task.status = TaskStatus.ACTIVE
+            output.task_step, output.next_steps, output.latency_ms = step, next_steps, latency_ms
+            self._mark_completed(state, step, next_steps)
+            state.outputs[step.step_id] = output
+            state.snapshots[step.step_id] = snapshot
+            change = TaskChange(
+                state=state,
+                base_version=state.version,
+                steps=[step, *next_steps],
+                outputs=[output],
+                snapshots=[snapshot],
+                memory=memory_write,
+            )
+            self._commit(state, change)
+        return output
+
+    @staticmethod
+    def _mark_completed(state: TaskState, step: TaskStep, next_steps: list[TaskStep]) -> None:
+        state.queue.remove(step.step_id)
+        for child in next_steps:
+            state.steps[child.step_id] = child
+            state.queue.append(child.step_id)
+            step.next_step_ids.append(child.step_id)
+        step.status = StepStatus.COMPLETED
+        step.claimed_by = None
+        step.finished_at = utcnow()
+        step.number = len(state.completed) + 1
+        state.completed.append(step.step_id)
+
+    @staticmethod
+    def _adopt_next_steps(
+        state: TaskState, step: TaskStep, next_steps: Sequence[TaskStep]
+    ) -> list[TaskStep]:
+        adopted: list[TaskStep] = []
+        known = set(state.steps)
+        for child in next_steps:
+            if child.task_id != state.task_id or child.step_id in known:
+                raise StepError(
+                    f"the worker queued step {child.step_id} that belongs to task "
+                    f"{_short(child.task_id)} or already exists; next steps must be new steps "
+                    "of this task (use step.get_next_step())",
+                    task_id=state.task_id,
+                    step_id=step.step_id,
+                )
+            known.add(child.step_id)
+            adopted.append(child)
+        for child in adopted:
+            missing = [dep for dep in child.depends_on if dep not in known]
+            if missing:
+                raise StepError(
+                    f"the worker queued step {child.step_id} depending on unknown steps {missing}",
+                    task_id=state.task_id,
+                    step_id=step.step_id,
+                )
+            if not child.prev_step_ids:
+                child.prev_step_ids = [step.step_id]
+            child.branch_id = step.branch_id
+            child.status = StepStatus.UPCOMING
+        return adopted
+
+    def _fail(self, state: TaskState, step: TaskStep, exc: BaseException) -> StepError:
+        if isinstance(exc, AgentCoreError):
+            message = str(exc)
+        else:
+            message = f"{type(exc).__name__}: {exc}"
+        error_type = type(exc) if isinstance(exc, StepError) else StepError
+        error = error_type(
+            f"step {step.step_id} of task {_short(state.task_id)} failed: {message}. "
+            "Nothing completed was lost; edit the step's input and run it again, or undo_step()",
+            task_id=state.task_id,
+            step_id=step.step_id,
+        )
+        with self._lock(state.task_id):
+            if state.task_id not in self.state.task_dict:  # Commit refused; reload first.
+                state = self._task_state(state.task_id)
+                step = state.steps[step.step_id]
+            step.status = StepStatus.FAILED
+            step.error = message
+            step.claimed_by = None
+            step.finished_at = utcnow()
+            if state.task.status is TaskStatus.ACTIVE:
+                state.task.status = TaskStatus.FAILED
+            self._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
+        return error
+
+    def _release(self, state: TaskState, step: TaskStep) -> None:
+        with self._lock(state.task_id):
+            if state.task_id not in self.state.task_dict:
+                return
+            step.status = StepStatus.UPCOMING
+            step.claimed_by = None
+            self._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
+
+    async def arun_step(
+        self,
+        task_id: str,
+        step_id: str | None = None,
+        input: StepInput = None,
+        **kwargs: Any,
+    ) -> TaskStepOutput:
+        """Run the next ready step (or `step_id`), with `input` replacing its input if given.
+
+        A step that fails is recorded as `failed` with its error, raises `StepError`, and
+        stays in the queue to be edited and retried; nothing already completed changes.
+        """
+        return await self._arun_step(task_id, step_id, input, None, kwargs)
+
+    def run_step(
+        self,
+        task_id: str,
+        step_id: str | None = None,
+        input: StepInput = None,
+        **kwargs: Any,
+    ) -> TaskStepOutput:
+        """Sync twin of `arun_step`."""
+        return run_sync(self.arun_step(task_id, step_id, input, **kwargs), name="run_step")
+
+    async def astream_step(
+        self,
+        task_id: str,
+        step_id: str | None = None,
+        input: StepInput = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[StepEvent]:
+        """Run one step like `arun_step`, yielding its events as they happen.
+
+        The last event is `StepCompletedEvent`; a failure yields `StepFailedEvent` and then
+        raises `StepError`.
+        """
+
+        def run(emit: EventSink) -> Any:
+            return self._arun_step(task_id, step_id, input, emit, kwargs)
+
+        stream = relay_events(run)
+        try:
+            async for item in stream:
+                if isinstance(item, Finished):
+                    output: TaskStepOutput = item.result
+                    yield StepCompletedEvent(step_id=output.task_step.step_id, output=output)
+                else:
+                    yield item
+        except StepError as exc:
+            yield StepFailedEvent(step_id=exc.step_id, error=str(exc))
+            raise
+
+    def stream_step(
+        self,
+        task_id: str,
+        step_id: str | None = None,
+        input: StepInput = None,
+        **kwargs: Any,
+    ) -> Iterator[StepEvent]:
+        """Sync twin of `astream_step`."""
+        stream = self.astream_step(task_id, step_id, input, **kwargs)
+        return iterate_sync(stream, name="stream_step")
+
+    async def areject_step(
+        self, task_id: str, step_id: str | None = None, *, message: str = ""
+    ) -> TaskStepOutput:
+        """Refuse a tool call awaiting approval; the model sees `message` instead of a result."""
+        state = self._task_state(task_id)
+        step = self._pick_step(state, step_id)
+        if step.kind is not StepKind.TOOL or not isinstance(step.input, dict):
+            raise UserError(
+                f"step {step.step_id} is a {step.kind.value} step; only a tool call awaiting "
+                "approval can be rejected"
+            )
+        rejection = {**step.input, "rejected": message or "no reason given"}
+        return await self.arun_step(task_id, step.step_id, rejection)
+
+    def reject_step(
+        self, task_id: str, step_id: str | None = None, *, message: str = ""
+    ) -> TaskStepOutput:
+        """Sync twin of `areject_step`."""
+        return run_sync(self.areject_step(task_id, step_id, message=message), name="reject_step")
+
+    async def arun_until(
+        self,
+        task_id: str,
+        *,
+        stop: Breakpoint | Iterable[Breakpoint] | None = None,
+        max_steps: int | None = None,
+    ) -> RunUntilResult:
+        """Run steps until the last step, a tool call awaiting approval, an error or a breakpoint.
+
+        `stop` holds breakpoints checked before each step; `max_steps` bounds this call.
+        """
+        breakpoints = [stop] if callable(stop) else list(stop or [])
+        result = RunUntilResult(reason="no_step")
+        while True:
+            if max_steps is not None and len(result.outputs) >= max_steps:
+                return result.model_copy(update={"reason": "max_steps"})
+            state = self._task_state(task_id)
+            self._check_active(state, "run")
+            try:
+                step = self._pick_step(state, None)
+            except UserError as exc:
+                return result.model_copy(update={"reason": "no_step", "detail": str(exc)})
+            hit = next((why for bp in breakpoints if (why := bp(state, step))), None)
+            if hit:
+                return result.model_copy(update={"reason": "breakpoint", "detail": hit})
+            if step.needs_approval:
+                detail = f"step {step.step_id} is a tool call awaiting approval"
+                return result.model_copy(update={"reason": "tool_approval", "detail": detail})
+            try:
+                output = await self.arun_step(task_id, step.step_id)
+            except StepError as exc:
+                return result.model_copy(update={"reason": "error", "detail": str(exc)})
+            result.outputs.append(output)
+            if output.is_last:
+                return result.model_copy(update={"reason": "last_step"})
+
+    def run_until(
+        self,
+        task_id: str,
+        *,
+        stop: Breakpoint | Iterable[Breakpoint] | None = None,
+        max_steps: int | None = None,
+    ) -> RunUntilResult:
+        """Sync twin of `arun_until`."""
+        coro = self.arun_until(task_id, stop=stop, max_steps=max_steps)
+        return run_sync(coro, name="run_until")
+
+    # ------------------------------------------------------------- steering and undo
+
+    def add_feedback(self, task_id: str, text: str) -> TaskStep:
+        """Put a person's message into the task before its next step (a `human` step)."""
+        if not isinstance(text, str) or not text.strip():
+            raise UserError("feedback must be non-empty text")
+        self._check_size(text, "the feedback")
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            self._check_active(state, "take feedback")
+            last = state.last_output
+            step = TaskStep(
+                task_id=task_id,
+                input=text,
+                kind=StepKind.HUMAN,
+                prev_step_ids=[last.task_step.step_id] if last else [],
+                branch_id=last.task_step.branch_id if last else "main",
+            )
+            staged = state.task.memory.staged()
+            staged.put(ChatMessage(role="user", content=text))
+            snapshot = StepSnapshot(
+                step_id=step.step_id,
+                memory=state.task.memory.apply(staged),
+                extra_state_json=state._extra_state_json or "{}",
+            )
+            state.steps[step.step_id] = step
+            state.queue.insert(0, step.step_id)
+            self._mark_completed(state, step, [])
+            _undo.link_feedback(state, step)
+            output = TaskStepOutput(output=text, task_step=step)
+            state.outputs[step.step_id] = output
+            state.snapshots[step.step_id] = snapshot
+            change = TaskChange(
+                state=state,
+                base_version=state.version,
+                steps=[state.steps[s] for s in (step.step_id, *state.queue)],
+                outputs=[output],
+                snapshots=[snapshot],
+                memory=_memory_write(snapshot, state.task.memory),
+            )
+            self._commit(state, change)
+        return step
+
+    def undo_step(self, task_id: str, *, steps: int = 1) -> TaskStep:
+        """Revert the last completed step exactly (or the last `steps` steps).
+
+        Memory and worker state return to their snapshot from before the step, the steps it
+        queued leave the queue, and the step is upcoming again (as a new step on a new branch;
+        the undone one stays in history). Returns the step that is now next.
+        """
+        if steps < 1:
+            raise UserError(f"steps must be at least 1, got {steps}")
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            self._check_active(state, "undo steps")
+            if len(state.completed) < steps:
+                raise NothingToRunError(
+                    f"task {_short(task_id)} has {len(state.completed)} completed step(s); "
+                    f"cannot undo {steps}"
+                )
+            if any(state.steps[s].status is StepStatus.RUNNING for s in state.queue):
+                raise ConflictError(
+                    f"a step of task {_short(task_id)} is running; undo after it finishes"
+                )
+            change = TaskChange(state=state, base_version=state.version)
+            for _ in range(steps):
+                _undo.undo_last(state, change)
+            if state.task.status is TaskStatus.FAILED:
+                state.task.status = TaskStatus.ACTIVE
+            self._commit(state, change)
+        return state.steps[state.queue[0]] if state.queue else state.steps[state.completed[-1]]
+
+    # ----------------------------------------------------------------- finishing
+
+    def finalize_response(self, task_id: str, **kwargs: Any) -> AgentChatResponse:
+        """Finish a task whose last step ran: merge it into the shared conversation."""
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            last = state.last_output
+            if last is None or not last.is_last:
+                raise NothingToRunError(
+                    f"task {_short(task_id)} has not reached its last step "
+                    f"({len(state.queue)} upcoming); run it further (run_step or run_until) "
+                    "before finalize_response()"
+                )
+            if state.task.status is not TaskStatus.COMPLETED:
+                self._check_active(state, "be finalized")
+                self._merge_into_conversation(state, **kwargs)
+            response = AgentChatResponse(
+                response="" if last.output is None else str(last.output),
+                sources=_sources(state.completed_steps),
+                task_id=task_id,
+            )
+        if self.delete_task_on_finish:
+            self.delete_task(task_id)
+        return response
+
+    def _merge_into_conversation(self, state: TaskState, **kwargs: Any) -> None:
+        messages = self.agent_worker.finalize_task(state.task, **kwargs)
+        keep = len(self.memory)
+        self.store.write_conversation(self.conversation_id, MemoryWrite(keep, list(messages)))
+        self.memory.put_messages(messages)
+        state.task.status = TaskStatus.COMPLETED
+        self._commit(state, TaskChange(state=state, base_version=state.version))
+
+    async def achat(self, message: str, **kwargs: Any) -> AgentChatResponse:
+        """Create a task, run it to its last step (approving tool calls), and finalize it."""
+        task = self.create_task(message, **kwargs)
+        while True:
+            output = await self.arun_step(task.task_id)
+            if output.is_last:
+                return self.finalize_response(task.task_id)
+
+    def chat(self, message: str, **kwargs: Any) -> AgentChatResponse:
+        """Sync twin of `achat`."""
+        return run_sync(self.achat(message, **kwargs), name="chat")
+
+
+def _memory_write(snapshot: StepSnapshot, memory: ChatMemoryBuffer) -> MemoryWrite:
+    if snapshot.memory.messages is not None:  # The step rewrote history.
+        return MemoryWrite(keep=0, append=memory.get_all())
+    return MemoryWrite(
+        keep=snapshot.memory.length, append=memory.messages[snapshot.memory.length :]
+    )
+
+
+def _sources(outputs: Iterable[TaskStepOutput]) -> list[ToolOutput]:
+    return [call for output in outputs for call in output.tool_calls]

@@ -1,0 +1,79 @@
+"""How a task is split into records for storage and put back together; shared by the stores."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from agent_core.llms.base import ChatMessage
+from agent_core.memory import ChatMemoryBuffer
+from agent_core.store.base import TaskSummary
+from agent_core.types import StepSnapshot, StepStatus, Task, TaskState, TaskStep, TaskStepOutput
+
+__all__ = ["assemble_state", "summary_of", "task_record"]
+
+# Memory and worker state are stored apart from the task row: memory grows by appends, and the
+# worker state is already serialised once per commit by the runner.
+_TASK_ROW_EXCLUDE = {"memory", "extra_state"}
+
+
+def task_record(state: TaskState) -> str:
+    """The task row as JSON, with the memory's token limit but not its messages."""
+    row = state.task.model_dump(mode="json", exclude=_TASK_ROW_EXCLUDE)
+    row["token_limit"] = state.task.memory.token_limit
+    row["queue"] = state.queue
+    return json.dumps(row)
+
+
+def summary_of(state: TaskState) -> TaskSummary:
+    """The list-view line for a task."""
+    task = state.task
+    return TaskSummary(
+        task_id=task.task_id,
+        input=task.input,
+        status=task.status,
+        created_at=task.created_at,
+        updated_at=task.updated_at,
+        steps_completed=len(state.completed),
+        steps_upcoming=len(state.queue),
+        usage=task.usage,
+    )
+
+
+def assemble_state(
+    *,
+    task_json: str,
+    extra_state_json: str,
+    version: int,
+    messages: list[ChatMessage],
+    steps: Iterable[TaskStep],
+    outputs: Iterable[TaskStepOutput],
+    snapshots: Iterable[StepSnapshot],
+) -> TaskState:
+    """Rebuild a `TaskState` from stored records."""
+    row = json.loads(task_json)
+    token_limit = row.pop("token_limit")
+    queue = row.pop("queue")
+    task = Task.model_validate(
+        {
+            **row,
+            "memory": ChatMemoryBuffer(messages=messages, token_limit=token_limit),
+            "extra_state": json.loads(extra_state_json),
+        }
+    )
+    step_map = {step.step_id: step for step in steps}
+    completed = sorted(
+        (s for s in step_map.values() if s.status is StepStatus.COMPLETED),
+        key=lambda s: s.number or 0,
+    )
+    state = TaskState(
+        task=task,
+        steps=step_map,
+        outputs={output.task_step.step_id: output for output in outputs},
+        queue=queue,
+        completed=[step.step_id for step in completed],
+        snapshots={snap.step_id: snap for snap in snapshots},
+        version=version,
+    )
+    state._extra_state_json = extra_state_json
+    return state

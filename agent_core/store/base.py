@@ -1,0 +1,100 @@
+"""The storage contract: a runner hands a store one `TaskChange` per operation.
+
+A change holds only what that operation touched (the task row, the steps it changed, new
+messages), so a step's commit costs the same at step 5 and at step 500, and the store writes
+it in one transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from agent_core.llms.base import ChatMessage, Usage
+from agent_core.types import StepSnapshot, Task, TaskState, TaskStatus, TaskStep, TaskStepOutput
+
+__all__ = ["MemoryWrite", "Store", "TaskChange", "TaskSummary"]
+
+
+@dataclass(slots=True)
+class MemoryWrite:
+    """Keep the first `keep` messages of a task's memory, then append `append`."""
+
+    keep: int
+    append: list[ChatMessage] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TaskChange:
+    """Everything one runner operation changed in one task, written atomically.
+
+    `base_version` is the version the runner last saw; a store refuses the change with
+    `ConflictError` when another runner committed since. `None` creates the task.
+    """
+
+    state: TaskState
+    base_version: int | None
+    steps: list[TaskStep] = field(default_factory=list)
+    outputs: list[TaskStepOutput] = field(default_factory=list)
+    snapshots: list[StepSnapshot] = field(default_factory=list)
+    dropped_snapshots: list[str] = field(default_factory=list)
+    dropped_steps: list[str] = field(default_factory=list)
+    memory: MemoryWrite | None = None
+
+    @property
+    def task(self) -> Task:
+        """The task whose row is rewritten (it is small: memory is stored apart)."""
+        return self.state.task
+
+
+class TaskSummary(BaseModel):
+    """One line of a task list: enough to show and pick a task without loading its steps."""
+
+    task_id: str
+    input: str
+    status: TaskStatus
+    created_at: datetime
+    updated_at: datetime
+    steps_completed: int
+    steps_upcoming: int
+    usage: Usage
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where a runner keeps tasks so that they outlive the process (or a browser tab)."""
+
+    def commit(self, change: TaskChange) -> None:
+        """Write `change` atomically; raise `ConflictError` if the task moved on meanwhile."""
+        ...
+
+    def load_task(self, task_id: str) -> TaskState | None:
+        """The task's whole state, or None when the store has no such task."""
+        ...
+
+    def task_version(self, task_id: str) -> int | None:
+        """The task's current version (cheap), or None when there is no such task."""
+        ...
+
+    def list_tasks(self) -> list[TaskSummary]:
+        """Every task, newest first."""
+        ...
+
+    def delete_task(self, task_id: str) -> bool:
+        """Remove a task and everything of it; False when there was none."""
+        ...
+
+    def load_conversation(self, conversation_id: str) -> list[ChatMessage]:
+        """The runner's shared conversation (what finalized tasks added)."""
+        ...
+
+    def write_conversation(self, conversation_id: str, write: MemoryWrite) -> None:
+        """Apply `write` to the shared conversation."""
+        ...
+
+    def close(self) -> None:
+        """Release the store's resources."""
+        ...

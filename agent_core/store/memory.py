@@ -1,0 +1,125 @@
+"""`InMemoryStore`: the store for tests and notebooks; gone when the process ends.
+
+Records are kept as JSON, exactly as `SQLiteStore` keeps them, so two runners on one
+`InMemoryStore` never share live objects and a round-trip bug shows up in tests.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from agent_core.errors import ConflictError
+from agent_core.llms.base import ChatMessage
+from agent_core.store._records import assemble_state, summary_of, task_record
+from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
+from agent_core.types import StepSnapshot, TaskState, TaskStep, TaskStepOutput
+
+__all__ = ["InMemoryStore"]
+
+
+@dataclass
+class _TaskRecords:
+    task_json: str
+    extra_state_json: str
+    version: int
+    summary: TaskSummary
+    messages: list[ChatMessage] = field(default_factory=list)
+    steps: dict[str, str] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+    snapshots: dict[str, str] = field(default_factory=dict)
+
+
+def _apply_memory(messages: list[ChatMessage], write: MemoryWrite) -> None:
+    del messages[write.keep :]
+    messages.extend(write.append)
+
+
+class InMemoryStore:
+    """Keeps tasks in a dict of JSON records, guarded by a lock for use from several threads."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, _TaskRecords] = {}
+        self._conversations: dict[str, list[ChatMessage]] = {}
+        self._lock = threading.Lock()
+
+    def commit(self, change: TaskChange) -> None:
+        """Apply `change` atomically (under the store's lock)."""
+        state = change.state
+        with self._lock:
+            records = self._tasks.get(state.task_id)
+            current = records.version if records else None
+            if current != change.base_version:
+                raise ConflictError(
+                    f"task {state.task_id} was changed by another runner (version {current}, "
+                    f"expected {change.base_version}); reload it and try again"
+                )
+            if records is None:
+                records = _TaskRecords("", "", 0, summary_of(state))
+                self._tasks[state.task_id] = records
+            self._write(records, change)
+
+    def _write(self, records: _TaskRecords, change: TaskChange) -> None:
+        state = change.state
+        records.task_json = task_record(state)
+        records.extra_state_json = state._extra_state_json or "{}"
+        records.version = state.version
+        records.summary = summary_of(state)
+        for step in change.steps:
+            records.steps[step.step_id] = step.model_dump_json()
+        for output in change.outputs:
+            records.outputs[output.task_step.step_id] = output.model_dump_json()
+        for snapshot in change.snapshots:
+            records.snapshots[snapshot.step_id] = snapshot.model_dump_json()
+        for step_id in change.dropped_snapshots:
+            records.snapshots.pop(step_id, None)
+        for step_id in change.dropped_steps:
+            records.steps.pop(step_id, None)
+            records.outputs.pop(step_id, None)
+        if change.memory is not None:
+            _apply_memory(records.messages, change.memory)
+
+    def load_task(self, task_id: str) -> TaskState | None:
+        """The stored task, rebuilt from its records."""
+        with self._lock:
+            records = self._tasks.get(task_id)
+            if records is None:
+                return None
+            return assemble_state(
+                task_json=records.task_json,
+                extra_state_json=records.extra_state_json,
+                version=records.version,
+                messages=list(records.messages),
+                steps=[TaskStep.model_validate_json(s) for s in records.steps.values()],
+                outputs=[TaskStepOutput.model_validate_json(o) for o in records.outputs.values()],
+                snapshots=[StepSnapshot.model_validate_json(s) for s in records.snapshots.values()],
+            )
+
+    def task_version(self, task_id: str) -> int | None:
+        """The task's version, or None."""
+        records = self._tasks.get(task_id)
+        return records.version if records else None
+
+    def list_tasks(self) -> list[TaskSummary]:
+        """Every task, newest first."""
+        with self._lock:
+            summaries = [records.summary for records in self._tasks.values()]
+        return sorted(summaries, key=lambda s: s.created_at, reverse=True)
+
+    def delete_task(self, task_id: str) -> bool:
+        """Forget a task; False when there was none."""
+        with self._lock:
+            return self._tasks.pop(task_id, None) is not None
+
+    def load_conversation(self, conversation_id: str) -> list[ChatMessage]:
+        """The shared conversation's messages."""
+        with self._lock:
+            return list(self._conversations.get(conversation_id, []))
+
+    def write_conversation(self, conversation_id: str, write: MemoryWrite) -> None:
+        """Apply `write` to the shared conversation."""
+        with self._lock:
+            _apply_memory(self._conversations.setdefault(conversation_id, []), write)
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,252 @@
+"""`SQLiteStore`: the default, embedded, durable store (one file, WAL mode).
+
+Each `commit` is one `BEGIN IMMEDIATE` transaction that first checks the task's version, so
+two runners on one file (two browser tabs, two processes) cannot interleave half a step: the
+later one gets `ConflictError` and reloads. A process killed mid-step loses nothing
+committed; the step it was running stays `running` in the file and is re-runnable.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from agent_core.errors import ConflictError, StoreError
+from agent_core.llms.base import ChatMessage
+from agent_core.store._records import assemble_state, summary_of, task_record
+from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
+from agent_core.types import StepSnapshot, TaskState, TaskStep, TaskStepOutput
+
+__all__ = ["SQLiteStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    task TEXT NOT NULL,
+    extra_state TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_by_created ON tasks (created_at);
+CREATE TABLE IF NOT EXISTS steps (
+    step_id TEXT PRIMARY KEY, task_id TEXT NOT NULL, data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS steps_by_task ON steps (task_id);
+CREATE TABLE IF NOT EXISTS outputs (
+    step_id TEXT PRIMARY KEY, task_id TEXT NOT NULL, data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outputs_by_task ON outputs (task_id);
+CREATE TABLE IF NOT EXISTS snapshots (
+    step_id TEXT PRIMARY KEY, task_id TEXT NOT NULL, data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS snapshots_by_task ON snapshots (task_id);
+CREATE TABLE IF NOT EXISTS messages (
+    owner TEXT NOT NULL, idx INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (owner, idx)
+) WITHOUT ROWID;
+"""
+
+_UPSERT = "INSERT INTO {table} (step_id, task_id, data) VALUES (?, ?, ?) " + (
+    "ON CONFLICT (step_id) DO UPDATE SET data = excluded.data"
+)
+
+# Conversations share the messages table with tasks, under an owner key that no task id
+# (a hex uuid) can take.
+_CONVERSATION_PREFIX = "conversation:"
+
+
+class SQLiteStore:
+    """Tasks in one SQLite file; safe to share between threads and processes.
+
+    Args:
+        path: The database file (created if missing), or ":memory:".
+        timeout: Seconds to wait for another process's write lock before failing.
+    """
+
+    def __init__(self, path: str | Path = "stepwise.db", *, timeout: float = 10.0) -> None:
+        self.path = str(path)
+        try:
+            self._db = sqlite3.connect(
+                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode survives a process crash; only an OS crash may drop the
+            # last commits, never corrupt the file.
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot write to {self.path}: {exc}") from exc
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._db.execute("ROLLBACK")
+                raise StoreError(f"cannot commit to {self.path}: {exc}") from exc
+
+    def commit(self, change: TaskChange) -> None:
+        """Write `change` in one transaction after checking the task's version."""
+        state = change.state
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT version FROM tasks WHERE task_id = ?", (state.task_id,)
+            ).fetchone()
+            current = row[0] if row else None
+            if current != change.base_version:
+                raise ConflictError(
+                    f"task {state.task_id} was changed by another runner (version {current}, "
+                    f"expected {change.base_version}); reload it and try again"
+                )
+            try:
+                self._write(db, change)
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot write task {state.task_id}: {exc}") from exc
+
+    def _write(self, db: sqlite3.Connection, change: TaskChange) -> None:
+        state = change.state
+        task_id = state.task_id
+        db.execute(
+            "INSERT INTO tasks (task_id, version, created_at, summary, task, extra_state) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET "
+            "version = excluded.version, summary = excluded.summary, task = excluded.task, "
+            "extra_state = excluded.extra_state",
+            (
+                task_id,
+                state.version,
+                state.task.created_at.isoformat(),
+                summary_of(state).model_dump_json(),
+                task_record(state),
+                state._extra_state_json or "{}",
+            ),
+        )
+        upsert = [
+            ("steps", [(s.step_id, task_id, s.model_dump_json()) for s in change.steps]),
+            (
+                "outputs",
+                [(o.task_step.step_id, task_id, o.model_dump_json()) for o in change.outputs],
+            ),
+            ("snapshots", [(s.step_id, task_id, s.model_dump_json()) for s in change.snapshots]),
+        ]
+        for table, rows in upsert:
+            if rows:
+                db.executemany(_UPSERT.format(table=table), rows)
+        for table, ids in (
+            ("snapshots", change.dropped_snapshots),
+            ("steps", change.dropped_steps),
+            ("outputs", change.dropped_steps),
+        ):
+            if ids:
+                db.executemany(f"DELETE FROM {table} WHERE step_id = ?", [(i,) for i in ids])
+        if change.memory is not None:
+            self._write_messages(db, task_id, change.memory)
+
+    @staticmethod
+    def _write_messages(db: sqlite3.Connection, owner: str, write: MemoryWrite) -> None:
+        db.execute("DELETE FROM messages WHERE owner = ? AND idx >= ?", (owner, write.keep))
+        if write.append:
+            db.executemany(
+                "INSERT INTO messages (owner, idx, data) VALUES (?, ?, ?)",
+                [
+                    (owner, write.keep + i, message.model_dump_json())
+                    for i, message in enumerate(write.append)
+                ],
+            )
+
+    def _read_messages(self, owner: str) -> list[ChatMessage]:
+        rows = self._db.execute(
+            "SELECT data FROM messages WHERE owner = ? ORDER BY idx", (owner,)
+        ).fetchall()
+        return [ChatMessage.model_validate_json(data) for (data,) in rows]
+
+    def _read(self, table: str, task_id: str) -> list[str]:
+        # rowid order is insertion order: steps come back in the order they were created.
+        rows = self._db.execute(
+            f"SELECT data FROM {table} WHERE task_id = ? ORDER BY rowid", (task_id,)
+        ).fetchall()
+        return [data for (data,) in rows]
+
+    def load_task(self, task_id: str) -> TaskState | None:
+        """The stored task, rebuilt from its rows (one consistent read)."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                row = self._db.execute(
+                    "SELECT task, extra_state, version FROM tasks WHERE task_id = ?", (task_id,)
+                ).fetchone()
+                if row is None:
+                    return None
+                return assemble_state(
+                    task_json=row[0],
+                    extra_state_json=row[1],
+                    version=row[2],
+                    messages=self._read_messages(task_id),
+                    steps=[TaskStep.model_validate_json(d) for d in self._read("steps", task_id)],
+                    outputs=[
+                        TaskStepOutput.model_validate_json(d)
+                        for d in self._read("outputs", task_id)
+                    ],
+                    snapshots=[
+                        StepSnapshot.model_validate_json(d)
+                        for d in self._read("snapshots", task_id)
+                    ],
+                )
+            finally:
+                self._db.execute("COMMIT")
+
+    def task_version(self, task_id: str) -> int | None:
+        """The task's current version, or None."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT version FROM tasks WHERE task_id = ?", (task_id,)
+            ).fetchone()
+        return row[0] if row else None
+
+    def list_tasks(self) -> list[TaskSummary]:
+        """Every task, newest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT summary FROM tasks ORDER BY created_at DESC, rowid DESC"
+            ).fetchall()
+        return [TaskSummary.model_validate_json(data) for (data,) in rows]
+
+    def delete_task(self, task_id: str) -> bool:
+        """Remove a task and all its rows; False when there was none."""
+        with self._transaction() as db:
+            deleted = db.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,)).rowcount
+            for table in ("steps", "outputs", "snapshots"):
+                db.execute(f"DELETE FROM {table} WHERE task_id = ?", (task_id,))
+            db.execute("DELETE FROM messages WHERE owner = ?", (task_id,))
+        return deleted > 0
+
+    def load_conversation(self, conversation_id: str) -> list[ChatMessage]:
+        """The shared conversation's messages."""
+        with self._lock:
+            return self._read_messages(_CONVERSATION_PREFIX + conversation_id)
+
+    def write_conversation(self, conversation_id: str, write: MemoryWrite) -> None:
+        """Apply `write` to the shared conversation, in one transaction."""
+        with self._transaction() as db:
+            self._write_messages(db, _CONVERSATION_PREFIX + conversation_id, write)
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._db.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"

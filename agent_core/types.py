@@ -1,0 +1,261 @@
+"""The runtime's data: tasks, steps, step outputs and the state a runner keeps per task.
+
+Everything here is a pydantic model that round-trips through JSON. Steps refer to each other
+by id, never by live object, so a task can be stored, reloaded and drawn as a DAG.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field, PrivateAttr
+
+from agent_core.llms.base import Usage
+from agent_core.memory import ChatMemoryBuffer, MemorySnapshot
+
+__all__ = [
+    "AgentChatResponse",
+    "AgentState",
+    "StepInput",
+    "StepKind",
+    "StepSnapshot",
+    "StepStatus",
+    "Task",
+    "TaskState",
+    "TaskStatus",
+    "TaskStep",
+    "TaskStepOutput",
+    "ToolOutput",
+    "new_id",
+    "utcnow",
+]
+
+StepInput = str | dict[str, Any] | None
+"""A step's input: text for reasoning steps, a JSON object for tool calls, or nothing."""
+
+
+def new_id() -> str:
+    """A fresh random id for a task, step or branch."""
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware, in UTC."""
+    return datetime.now(UTC)
+
+
+class TaskStatus(StrEnum):
+    """Where a task is in its life."""
+
+    ACTIVE = "active"
+    COMPLETED = "completed"
+    ABANDONED = "abandoned"
+    FAILED = "failed"
+
+
+class StepStatus(StrEnum):
+    """Where a step is in its life."""
+
+    UPCOMING = "upcoming"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    UNDONE = "undone"
+    SKIPPED = "skipped"
+
+
+class StepKind(StrEnum):
+    """What a step does; the DAG and the UI draw each kind differently."""
+
+    LLM = "llm"
+    TOOL = "tool"
+    PLAN = "plan"
+    DELEGATE = "delegate"
+    HUMAN = "human"
+    FINALIZE = "finalize"
+    CUSTOM = "custom"
+
+
+class Task(BaseModel):
+    """One request to an agent, run as a sequence (or DAG) of steps."""
+
+    task_id: str = Field(default_factory=new_id)
+    input: str
+    memory: ChatMemoryBuffer = Field(default_factory=ChatMemoryBuffer)
+    """The conversation as the model sees it: earlier turns plus this task's messages."""
+    extra_state: dict[str, Any] = Field(default_factory=dict)
+    """Worker state for this task; must be JSON-serialisable."""
+    status: TaskStatus = TaskStatus.ACTIVE
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    spec: dict[str, Any] | None = None
+    """The description of the agent the task runs with, when it was built from one."""
+    history_length: int = 0
+    """How many messages at the start of `memory` came from the runner's earlier conversation."""
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens and cost of the task's completed steps."""
+
+
+class TaskStep(BaseModel):
+    """One unit of work in a task: its input, its place in the DAG and its status."""
+
+    task_id: str
+    step_id: str = Field(default_factory=new_id)
+    input: StepInput = None
+    step_state: dict[str, Any] = Field(default_factory=dict)
+    kind: StepKind = StepKind.LLM
+    status: StepStatus = StepStatus.UPCOMING
+    needs_approval: bool = False
+    """A tool call waiting for a person to approve (run), edit or reject it."""
+    prev_step_ids: list[str] = Field(default_factory=list)
+    next_step_ids: list[str] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=list)
+    """Steps that must complete before this one may run (ids)."""
+    branch_id: str = "main"
+    edited: bool = False
+    proposed_input: StepInput = None
+    """What the worker proposed, kept when a person changed the input (`edited`)."""
+    number: int | None = None
+    """Position among the task's completed steps (1-based), set when the step completes."""
+    error: str | None = None
+    attempts: int = 0
+    claimed_by: str | None = None
+    """Which runner is running the step (`host:pid:runner`), while it runs."""
+    created_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    def get_next_step(
+        self,
+        *,
+        input: StepInput = None,
+        kind: StepKind = StepKind.LLM,
+        step_state: dict[str, Any] | None = None,
+        depends_on: list[str] | None = None,
+        needs_approval: bool = False,
+    ) -> TaskStep:
+        """A new step that follows this one on the same branch."""
+        return TaskStep(
+            task_id=self.task_id,
+            input=input,
+            kind=kind,
+            needs_approval=needs_approval,
+            step_state=step_state if step_state is not None else {},
+            prev_step_ids=[self.step_id],
+            depends_on=depends_on or [],
+            branch_id=self.branch_id,
+        )
+
+    def set_input(self, value: StepInput) -> None:
+        """Give the step a person's input, remembering what the worker proposed."""
+        if value == self.input:
+            return
+        if not self.edited:
+            self.proposed_input = self.input
+            self.edited = True
+        self.input = value
+
+
+class ToolOutput(BaseModel):
+    """One tool call as it ran: the call, what the tool returned, and whether it failed."""
+
+    tool_name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    content: str = ""
+    is_error: bool = False
+    call_id: str = ""
+
+    def __str__(self) -> str:
+        return self.content
+
+
+class TaskStepOutput(BaseModel):
+    """What one step produced, and the steps it queues next."""
+
+    output: Any = None
+    task_step: TaskStep
+    next_steps: list[TaskStep] = Field(default_factory=list)
+    is_last: bool = False
+    thought: str | None = None
+    tool_calls: list[ToolOutput] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    latency_ms: float = 0.0
+    error: str | None = None
+
+    def __str__(self) -> str:
+        return str(self.output)
+
+
+class AgentChatResponse(BaseModel):
+    """A finished task's answer, with the tool results it drew on."""
+
+    response: str
+    sources: list[ToolOutput] = Field(default_factory=list)
+    task_id: str = ""
+
+    def __str__(self) -> str:
+        return self.response
+
+
+class StepSnapshot(BaseModel):
+    """The task as it was just before a step committed: what `undo_step` restores."""
+
+    step_id: str
+    memory: MemorySnapshot
+    extra_state_json: str
+
+
+class TaskState(BaseModel):
+    """Everything a runner knows about one task; steps live in `steps`, the rest are ids."""
+
+    task: Task
+    steps: dict[str, TaskStep] = Field(default_factory=dict)
+    """Every step the task ever had, including undone and failed ones, in creation order."""
+    outputs: dict[str, TaskStepOutput] = Field(default_factory=dict)
+    """Outputs of completed and undone steps."""
+    queue: list[str] = Field(default_factory=list)
+    """Steps still to run, in order (upcoming, running or failed)."""
+    completed: list[str] = Field(default_factory=list)
+    """Completed steps in commit order: undo pops from the end."""
+    snapshots: dict[str, StepSnapshot] = Field(default_factory=dict)
+    version: int = 0
+    """Bumped on every commit; lets two runners on one store detect each other's writes."""
+
+    _extra_state_json: str | None = PrivateAttr(default=None)
+
+    @property
+    def task_id(self) -> str:
+        """The task's id."""
+        return self.task.task_id
+
+    @property
+    def step_queue(self) -> list[TaskStep]:
+        """The steps still to run, in order."""
+        return [self.steps[step_id] for step_id in self.queue]
+
+    @property
+    def completed_steps(self) -> list[TaskStepOutput]:
+        """Outputs of the completed steps, oldest first (undone ones excluded)."""
+        return [self.outputs[step_id] for step_id in self.completed]
+
+    @property
+    def last_output(self) -> TaskStepOutput | None:
+        """The most recently completed step's output, if any."""
+        return self.outputs[self.completed[-1]] if self.completed else None
+
+    def is_ready(self, step: TaskStep) -> bool:
+        """Whether every step `step` depends on has completed."""
+        return all(
+            self.steps[dep].status is StepStatus.COMPLETED
+            for dep in step.depends_on
+            if dep in self.steps
+        )
+
+
+class AgentState(BaseModel):
+    """The runner's in-memory view of its tasks (a cache over its store)."""
+
+    task_dict: dict[str, TaskState] = Field(default_factory=dict)

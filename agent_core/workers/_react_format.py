@@ -1,0 +1,153 @@
+"""The ReAct text protocol: the system prompt that teaches it, and the parser of replies.
+
+Compatible with LlamaIndex's format: `Thought: ... / Action: tool / Action Input: {json}` or
+`Thought: ... / Answer: ...`. `Action` wins over `Answer`; text with neither is the answer.
+The parser never raises anything but `ReActParseError`, whose message is written for the model.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from agent_core.llms.base import ToolSpec
+
+__all__ = ["ReActAction", "ReActAnswer", "ReActParseError", "parse_react_output", "system_prompt"]
+
+_ACTION = re.compile(r"^\s*Action\s*:[ \t]*(?P<tool>[^\n]*)$", re.MULTILINE | re.IGNORECASE)
+_ACTION_INPUT = re.compile(r"^\s*Action\s+Input\s*:[ \t]*", re.MULTILINE | re.IGNORECASE)
+_ANSWER = re.compile(r"^\s*(?:Final\s+)?Answer\s*:[ \t]*", re.MULTILINE | re.IGNORECASE)
+_THOUGHT = re.compile(r"^\s*Thought\s*:[ \t]*", re.IGNORECASE)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+
+FORMAT_REMINDER = (
+    "Reply in the format:\nThought: <your reasoning>\nAction: <tool name>\n"
+    'Action Input: <a JSON object, e.g. {"a": 1}>\n'
+    "or, when you can answer:\nThought: <your reasoning>\nAnswer: <your answer>"
+)
+
+
+class ReActParseError(ValueError):
+    """The reply follows neither form; the message tells the model how to fix it."""
+
+
+class ReActAction(BaseModel):
+    """The model asks to call a tool."""
+
+    kind: Literal["action"] = "action"
+    thought: str
+    tool: str
+    args: dict[str, Any]
+
+
+class ReActAnswer(BaseModel):
+    """The model gives its final answer."""
+
+    kind: Literal["answer"] = "answer"
+    thought: str
+    answer: str
+
+
+def _thought_before(text: str, end: int) -> str:
+    head = text[:end].strip()
+    return _THOUGHT.sub("", head, count=1).strip()
+
+
+def _json_object_at(text: str) -> str:
+    """The first balanced `{...}` in `text`, honouring strings; raises if there is none."""
+    start = text.find("{")
+    if start < 0:
+        raise ReActParseError(
+            "Action Input is not a JSON object (no '{' found). " + FORMAT_REMINDER
+        )
+    depth, quote, escaped = 0, "", False
+    for i in range(start, len(text)):
+        char = text[i]
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+            continue
+        if char in "\"'":
+            quote = char
+        elif char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start : i + 1]
+    raise ReActParseError("Action Input has an unclosed '{'. " + FORMAT_REMINDER)
+
+
+def parse_action_input(raw: str) -> dict[str, Any]:
+    """Parse an Action Input leniently: JSON, then without trailing commas, then Python."""
+    candidate = _json_object_at(raw)
+    attempts = (
+        lambda: json.loads(candidate),
+        lambda: json.loads(_TRAILING_COMMA.sub(r"\1", candidate)),
+        lambda: ast.literal_eval(candidate),  # Single quotes, True/False/None.
+    )
+    for attempt in attempts:
+        try:
+            value = attempt()
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            return value
+    raise ReActParseError(
+        f"Could not parse Action Input {candidate[:200]!r} as a JSON object. " + FORMAT_REMINDER
+    )
+
+
+def parse_react_output(text: str) -> ReActAction | ReActAnswer:
+    """Parse one model reply in the ReAct format."""
+    action = _ACTION.search(text)
+    if action is not None:
+        tool = action.group("tool").strip().strip("`'\"")
+        if not tool:
+            raise ReActParseError("The Action line names no tool. " + FORMAT_REMINDER)
+        after = text[action.end() :]
+        action_input = _ACTION_INPUT.search(after)
+        if action_input is None:
+            raise ReActParseError(
+                f"Action {tool!r} has no 'Action Input:' line. " + FORMAT_REMINDER
+            )
+        args = parse_action_input(after[action_input.end() :])
+        return ReActAction(thought=_thought_before(text, action.start()), tool=tool, args=args)
+    answer = _ANSWER.search(text)
+    if answer is not None:
+        return ReActAnswer(
+            thought=_thought_before(text, answer.start()), answer=text[answer.end() :].strip()
+        )
+    return ReActAnswer(thought="", answer=_THOUGHT.sub("", text.strip(), count=1).strip())
+
+
+def _describe(tool: ToolSpec) -> str:
+    args = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
+    return f"> Tool Name: {tool.name}\nTool Description: {tool.description}\nTool Args: {args}\n"
+
+
+def system_prompt(tools: Sequence[ToolSpec], *, instructions: str = "") -> str:
+    """The system message that teaches the model the tools and the reply format."""
+    names = ", ".join(t.name for t in tools) or "(no tools)"
+    parts = [
+        instructions or "You answer the user's question step by step, using tools when useful.",
+        "## Tools\nYou may use these tools:\n" + ("\n".join(_describe(t) for t in tools) or "none"),
+        "## Format\nTo use a tool, reply with exactly:\n"
+        "Thought: <why this tool>\n"
+        f"Action: <one of: {names}>\n"
+        'Action Input: <the arguments as a JSON object, e.g. {"a": 2, "b": 3}>\n\n'
+        "You will then see 'Observation: <the tool's result>'. Repeat as needed. When you can "
+        "answer without more tools, reply with:\n"
+        "Thought: I can answer without using any more tools.\n"
+        "Answer: <your answer>",
+    ]
+    return "\n\n".join(parts)

@@ -1,0 +1,74 @@
+"""`BaseAgentWorker`: the step logic of an agent, with no task state of its own.
+
+A worker turns one `TaskStep` into a `TaskStepOutput` (and the steps that follow). The runner
+owns everything else: queues, status, snapshots, storage, undo. The `task` a worker receives
+is a per-step view: writes to `task.memory` and `task.extra_state` are committed by the runner
+only if the step succeeds.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
+
+from agent_core._streaming import Finished, relay_events
+from agent_core._sync import iterate_sync, run_sync
+from agent_core.events import StepCompletedEvent, StepEvent
+from agent_core.llms.base import ChatMessage
+from agent_core.types import Task, TaskStep, TaskStepOutput
+
+if TYPE_CHECKING:
+    from agent_core.runner import AgentRunner
+
+__all__ = ["BaseAgentWorker"]
+
+
+class BaseAgentWorker(ABC):
+    """Base of every worker; subclasses implement `initialize_step` and `arun_step`."""
+
+    @abstractmethod
+    def initialize_step(self, task: Task, **kwargs: Any) -> TaskStep:
+        """The task's first step (called once, when the task is created)."""
+
+    @abstractmethod
+    async def arun_step(self, step: TaskStep, task: Task, **kwargs: Any) -> TaskStepOutput:
+        """Run one step. `kwargs` may hold `emit`, an `EventSink` for streaming events."""
+
+    def run_step(self, step: TaskStep, task: Task, **kwargs: Any) -> TaskStepOutput:
+        """Sync twin of `arun_step` (outside a running event loop only)."""
+        return run_sync(self.arun_step(step, task, **kwargs), name="run_step")
+
+    async def astream_step(
+        self, step: TaskStep, task: Task, **kwargs: Any
+    ) -> AsyncIterator[StepEvent]:
+        """Run one step, yielding its events; the last is `StepCompletedEvent`."""
+        async for item in relay_events(
+            lambda emit: self.arun_step(step, task, emit=emit, **kwargs)
+        ):
+            if isinstance(item, Finished):
+                yield StepCompletedEvent(step_id=step.step_id, output=item.result)
+            else:
+                yield item
+
+    def stream_step(self, step: TaskStep, task: Task, **kwargs: Any) -> Iterator[StepEvent]:
+        """Sync twin of `astream_step`."""
+        return iterate_sync(self.astream_step(step, task, **kwargs), name="stream_step")
+
+    def finalize_task(self, task: Task, **kwargs: Any) -> list[ChatMessage]:
+        """The messages this finished task adds to the runner's shared conversation.
+
+        LlamaIndex's `finalize_task` merged memory itself; here the runner does the merge, so
+        that storage and undo stay in one place. The default keeps every new message.
+        """
+        return task.memory.get_all()[task.history_length :]
+
+    def preview_messages(self, task: Task) -> list[ChatMessage]:
+        """The messages the model would be sent if the next step ran now."""
+        return task.memory.get()
+
+    def as_agent(self, **kwargs: Any) -> AgentRunner:
+        """An `AgentRunner` driving this worker (`kwargs` go to the runner)."""
+        from agent_core.runner import AgentRunner
+
+        return AgentRunner(self, **kwargs)

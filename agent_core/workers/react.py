@@ -1,0 +1,274 @@
+"""`ReActAgentWorker`: reason and act in the text format any chat model can follow.
+
+Each reasoning step sends the system prompt plus the task's memory, records the model's reply
+in memory, and either answers (the last step) or calls a tool. The tool's result goes back
+into memory as `Observation: ...`, so what the UI shows is exactly what the model saw.
+
+With `tool_approval=True`, a tool call is not run inside the reasoning step: it becomes the
+next step, a `tool` step whose input is the call (`{"tool": ..., "args": {...}}`), for a
+person to approve (run), edit, or reject with a message the model then reads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from agent_core._tokens import estimate_tokens
+from agent_core.errors import LLMError, StepError, UserError
+from agent_core.events import (
+    EventSink,
+    TokenDeltaEvent,
+    ToolCallFinishedEvent,
+    ToolCallStartedEvent,
+)
+from agent_core.llms.base import LLM, ChatMessage, ChatResponse
+from agent_core.tools.base import BaseTool
+from agent_core.types import StepKind, Task, TaskStep, TaskStepOutput, ToolOutput
+from agent_core.workers._react_format import (
+    ReActAnswer,
+    ReActParseError,
+    parse_react_output,
+    system_prompt,
+)
+from agent_core.workers.base import BaseAgentWorker
+
+__all__ = ["ReActAgentWorker"]
+
+DEFAULT_MAX_ITERATIONS = 10
+
+
+def _tool_call_of(step: TaskStep) -> tuple[str, dict[str, Any]]:
+    """The (tool, args) a tool step's input asks for; a person may have edited it."""
+    call = step.input
+    if isinstance(call, str):
+        try:
+            call = json.loads(call)
+        except ValueError:
+            call = None
+    tool = call.get("tool") if isinstance(call, dict) else None
+    args = call.get("args", {}) if isinstance(call, dict) else None
+    if not isinstance(tool, str) or not isinstance(args, dict):
+        raise UserError(
+            'a tool step\'s input must be a JSON object {"tool": <name>, "args": {...}}; '
+            f"got {step.input!r:.200}. Edit the step's input and run it again"
+        )
+    return tool, args
+
+
+class ReActAgentWorker(BaseAgentWorker):
+    """A ReAct agent over any `LLM`.
+
+    Args:
+        tools: The tools the model may call (names must be unique).
+        llm: The model.
+        max_iterations: Reasoning steps allowed before the task fails with a clear error.
+        tool_approval: Make every tool call its own step, awaiting a person's approval.
+        instructions: Replaces the first paragraph of the system prompt.
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[BaseTool],
+        llm: LLM,
+        *,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
+        tool_approval: bool = False,
+        instructions: str = "",
+    ) -> None:
+        if llm is None:
+            raise UserError("ReActAgentWorker needs an llm, e.g. llm=ScriptedLLM([...])")
+        self.tools = {tool.name: tool for tool in tools}
+        if len(self.tools) != len(tools):
+            names = [tool.name for tool in tools]
+            duplicates = sorted({n for n in names if names.count(n) > 1})
+            raise UserError(f"tool names must be unique; repeated: {duplicates}")
+        self.llm = llm
+        self.max_iterations = max_iterations
+        self.tool_approval = tool_approval
+        self._system = ChatMessage(
+            role="system",
+            content=system_prompt(
+                [tool.metadata.to_spec() for tool in tools], instructions=instructions
+            ),
+        )
+
+    @classmethod
+    def from_tools(
+        cls,
+        tools: Sequence[BaseTool] | None = None,
+        llm: LLM | None = None,
+        *,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
+        tool_approval: bool = False,
+        instructions: str = "",
+    ) -> ReActAgentWorker:
+        """Build the worker from tools and a model, as in LlamaIndex."""
+        if llm is None:
+            raise UserError("ReActAgentWorker.from_tools needs llm=..., e.g. ScriptedLLM([...])")
+        return cls(
+            list(tools or []),
+            llm,
+            max_iterations=max_iterations,
+            tool_approval=tool_approval,
+            instructions=instructions,
+        )
+
+    def initialize_step(self, task: Task, **kwargs: Any) -> TaskStep:
+        """The first reasoning step; its input is the task's question."""
+        return TaskStep(task_id=task.task_id, input=task.input, kind=StepKind.LLM)
+
+    async def arun_step(self, step: TaskStep, task: Task, **kwargs: Any) -> TaskStepOutput:
+        """Run a reasoning step or, with approval on, an approved tool step."""
+        emit: EventSink | None = kwargs.get("emit")
+        if step.kind is StepKind.TOOL:
+            return await self._run_tool_step(step, task, emit)
+        return await self._run_reasoning_step(step, task, emit)
+
+    def preview_messages(self, task: Task) -> list[ChatMessage]:
+        """The system prompt and the memory the next reasoning step would send."""
+        return [self._system, *task.memory.get(estimate_tokens(self._system.content))]
+
+    def finalize_task(self, task: Task, **kwargs: Any) -> list[ChatMessage]:
+        """The question and the final answer join the conversation; the reasoning does not."""
+        replies = [m for m in task.memory.get_all() if m.role == "assistant"]
+        answer = parse_react_output(replies[-1].content) if replies else None
+        text = answer.answer if isinstance(answer, ReActAnswer) else ""
+        return [
+            ChatMessage(role="user", content=task.input),
+            ChatMessage(role="assistant", content=text),
+        ]
+
+    async def _run_reasoning_step(
+        self, step: TaskStep, task: Task, emit: EventSink | None
+    ) -> TaskStepOutput:
+        iterations = int(task.extra_state.get("iterations", 0))
+        if iterations >= self.max_iterations:
+            raise StepError(
+                f"the agent reached max_iterations={self.max_iterations} without an answer; "
+                "undo and steer it with a new input, or build the worker with a higher "
+                "max_iterations"
+            )
+        if step.input is not None:
+            if not isinstance(step.input, str):
+                raise UserError("a reasoning step's input must be text (or empty)")
+            task.memory.put(ChatMessage(role="user", content=step.input))
+        task.extra_state["iterations"] = iterations + 1
+        response = await self._chat(self.preview_messages(task), step, emit)
+        task.memory.put(ChatMessage(role="assistant", content=response.text))
+        try:
+            parsed = parse_react_output(response.text)
+        except ReActParseError as exc:
+            return self._observe(step, task, response, f"Error: {exc}", calls=[])
+        if isinstance(parsed, ReActAnswer):
+            return TaskStepOutput(
+                output=parsed.answer,
+                task_step=step,
+                is_last=True,
+                thought=parsed.thought,
+                usage=response.usage,
+            )
+        tool = self.tools.get(parsed.tool)
+        if tool is None:
+            known = ", ".join(self.tools) or "none"
+            error = f"Error: there is no tool named {parsed.tool!r}; the tools are: {known}."
+            call = ToolOutput(tool_name=parsed.tool, args=parsed.args, content=error, is_error=True)
+            return self._observe(step, task, response, error, calls=[call], thought=parsed.thought)
+        if self.tool_approval:
+            call_step = step.get_next_step(
+                kind=StepKind.TOOL,
+                input={"tool": parsed.tool, "args": parsed.args},
+                needs_approval=True,
+            )
+            return TaskStepOutput(
+                output=response.text,
+                task_step=step,
+                next_steps=[call_step],
+                thought=parsed.thought,
+                usage=response.usage,
+            )
+        result = await self._call(tool, parsed.args, step, emit)
+        return self._observe(
+            step, task, response, result.content, calls=[result], thought=parsed.thought
+        )
+
+    def _observe(
+        self,
+        step: TaskStep,
+        task: Task,
+        response: ChatResponse,
+        observation: str,
+        *,
+        calls: list[ToolOutput],
+        thought: str | None = None,
+    ) -> TaskStepOutput:
+        task.memory.put(ChatMessage(role="user", content=f"Observation: {observation}"))
+        return TaskStepOutput(
+            output=response.text,
+            task_step=step,
+            next_steps=[step.get_next_step()],
+            thought=thought,
+            tool_calls=calls,
+            usage=response.usage,
+        )
+
+    async def _run_tool_step(
+        self, step: TaskStep, task: Task, emit: EventSink | None
+    ) -> TaskStepOutput:
+        name, args = _tool_call_of(step)
+        assert isinstance(step.input, dict | str)
+        rejected = step.input.get("rejected") if isinstance(step.input, dict) else None
+        tool = self.tools.get(name)
+        if rejected is not None:
+            content = f"The user rejected the call of {name}: {rejected}"
+            result = ToolOutput(tool_name=name, args=args, content=content, is_error=True)
+        elif tool is None:
+            content = (
+                f"Error: there is no tool named {name!r}; the tools are: {', '.join(self.tools)}."
+            )
+            result = ToolOutput(tool_name=name, args=args, content=content, is_error=True)
+        else:
+            result = await self._call(tool, args, step, emit)
+        note = ""
+        proposed = step.proposed_input
+        if (
+            rejected is None
+            and step.edited
+            and isinstance(proposed, dict)
+            and proposed != step.input
+        ):
+            note = f"(The user changed this call to {name} with {json.dumps(args)}.) "
+        task.memory.put(ChatMessage(role="user", content=f"Observation: {note}{result.content}"))
+        return TaskStepOutput(
+            output=result.content,
+            task_step=step,
+            next_steps=[step.get_next_step()],
+            tool_calls=[result],
+        )
+
+    async def _chat(
+        self, messages: list[ChatMessage], step: TaskStep, emit: EventSink | None
+    ) -> ChatResponse:
+        if emit is None:
+            return await self.llm.chat(messages)
+        response = None
+        async for event in self.llm.stream_chat(messages):
+            if event.delta:
+                emit(TokenDeltaEvent(step_id=step.step_id, delta=event.delta))
+            if event.response is not None:
+                response = event.response
+        if response is None:
+            raise LLMError(f"the stream from {self.llm.model} ended without a complete reply")
+        return response
+
+    @staticmethod
+    async def _call(
+        tool: BaseTool, args: dict[str, Any], step: TaskStep, emit: EventSink | None
+    ) -> ToolOutput:
+        if emit is not None:
+            emit(ToolCallStartedEvent(step_id=step.step_id, tool_name=tool.name, args=args))
+        result = await tool.acall(args)
+        if emit is not None:
+            emit(ToolCallFinishedEvent(step_id=step.step_id, output=result))
+        return result

@@ -1,0 +1,63 @@
+"""Root test configuration: no test may reach the network or a real model.
+
+Any connection to a non-loopback address fails the test, and provider keys are removed from
+the environment, so a real OpenAI or Anthropic call cannot happen by accident.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+_LOCAL_NAMES = {"localhost", "localhost.localdomain", ""}
+
+
+class NetworkCallError(AssertionError):
+    """A test tried to reach a non-local address."""
+
+
+def _is_local(address: Any) -> bool:
+    if not isinstance(address, tuple):  # AF_UNIX paths and the like.
+        return True
+    host = str(address[0])
+    if host in _LOCAL_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+    real_getaddrinfo = socket.getaddrinfo
+
+    def guard(address: Any) -> None:
+        if not _is_local(address):
+            raise NetworkCallError(f"test tried to reach {address!r}; tests never use the network")
+
+    def connect(self: socket.socket, address: Any) -> None:
+        guard(address)
+        real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:
+        guard(address)
+        return real_connect_ex(self, address)
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        guard((host if host is not None else "", 0))
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    for key in _KEYS:
+        monkeypatch.delenv(key, raising=False)
+    yield

@@ -1,0 +1,273 @@
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from agent_core.dag import STATUS_COLORS, build_dag, to_dot, to_vis_data
+from agent_core.errors import UserError
+from agent_core.types import StepKind, StepStatus, Task, TaskState, TaskStep, TaskStepOutput
+
+HOSTILE = 'x"];evil[label="x\\" -> owned\nnext line'
+
+
+def make_state(*steps: TaskStep, outputs: dict[str, Any] | None = None) -> TaskState:
+    state = TaskState(task=Task(task_id="t1", input="What is (121 * 3) + 42?"))
+    for step in steps:
+        state.steps[step.step_id] = step
+    for step_id, output in (outputs or {}).items():
+        state.outputs[step_id] = TaskStepOutput(task_step=state.steps[step_id], output=output)
+    return state
+
+
+def step(step_id: str, **fields: Any) -> TaskStep:
+    return TaskStep(task_id="t1", step_id=step_id, **fields)
+
+
+# A parser for the subset of DOT `to_dot` writes, strict enough that an unescaped quote in a
+# label turns into a syntax error or an extra statement instead of passing unnoticed.
+_TOKEN = re.compile(r'\s*(?:("(?:[^"\\]|\\.)*")|(->)|([A-Za-z_][A-Za-z0-9_]*)|([{}\[\];,=]))', re.S)
+
+
+def _tokens(text: str) -> list[str]:
+    tokens, pos = [], 0
+    while pos < len(text.rstrip()):
+        match = _TOKEN.match(text, pos)
+        assert match, f"unexpected DOT text at {pos}: {text[pos : pos + 30]!r}"
+        tokens.append(next(group for group in match.groups() if group is not None))
+        pos = match.end()
+    return tokens
+
+
+def _unquote(token: str) -> str:
+    if not token.startswith('"'):
+        return token
+    escapes = {"n": "\n", '"': '"', "\\": "\\"}
+    return re.sub(r"\\(.)", lambda m: escapes[m.group(1)], token[1:-1], flags=re.S)
+
+
+def _attrs(tokens: list[str]) -> dict[str, str]:
+    attrs: dict[str, str] = {}
+    while tokens[0] != "]":
+        key, eq, value = tokens.pop(0), tokens.pop(0), tokens.pop(0)
+        assert eq == "=", f"expected '=' after {key!r}"
+        attrs[key] = _unquote(value)
+        if tokens[0] == ",":
+            tokens.pop(0)
+    tokens.pop(0)
+    return attrs
+
+
+def parse_dot(text: str) -> tuple[dict[str, dict[str, str]], list[tuple[str, str, dict[str, str]]]]:
+    tokens = _tokens(text)
+    assert tokens[:3] == ["digraph", "task", "{"] and tokens[-1] == "}"
+    tokens = tokens[3:-1]
+    nodes: dict[str, dict[str, str]] = {}
+    edges: list[tuple[str, str, dict[str, str]]] = []
+    while tokens:
+        head = tokens.pop(0)
+        if tokens[0] == "=":  # graph attribute: rankdir=TB;
+            tokens[:2] = []
+        elif tokens[0] == "->":
+            target = _unquote(tokens[1])
+            tokens[:2] = []
+            attrs = _attrs(tokens[1:]) if tokens[0] == "[" else {}
+            if tokens[0] == "[":
+                del tokens[: tokens.index("]") + 1]
+            edges.append((_unquote(head), target, attrs))
+        else:
+            assert tokens.pop(0) == "["
+            attrs = _attrs(tokens)
+            if head != "node":
+                nodes[_unquote(head)] = attrs
+        assert tokens.pop(0) == ";"
+    return nodes, edges
+
+
+def test_linear_chain_has_next_edges_and_step_attributes() -> None:
+    state = make_state(
+        step("a", input="What is 121 * 3?", status=StepStatus.COMPLETED, number=1),
+        step(
+            "b",
+            kind=StepKind.TOOL,
+            input={"tool": "add", "args": {"a": 363, "b": 42}},
+            prev_step_ids=["a"],
+            status=StepStatus.COMPLETED,
+            number=2,
+            edited=True,
+        ),
+        step("c", prev_step_ids=["b"]),
+        outputs={"a": "363", "b": 405},
+    )
+
+    graph = build_dag(state)
+
+    assert list(graph.nodes) == ["a", "b", "c"]
+    assert [(u, v, d["relation"]) for u, v, d in graph.edges(data=True)] == [
+        ("a", "b", "next"),
+        ("b", "c", "next"),
+    ]
+    a, b, c = graph.nodes["a"], graph.nodes["b"], graph.nodes["c"]
+    assert (a["label"], a["kind"], a["status"], a["number"]) == ("1 · llm", "llm", "completed", 1)
+    assert (a["input"], a["output"], a["undone"]) == ("What is 121 * 3?", "363", False)
+    assert b["label"] == "2 · tool: add"
+    assert b["input"] == '{"tool":"add","args":{"a":363,"b":42}}'
+    assert (b["output"], b["edited"], b["branch_id"]) == ("405", True, "main")
+    assert (c["label"], c["status"], c["number"], c["output"]) == ("llm", "upcoming", None, "")
+
+
+def test_failed_step_shows_its_error_as_output() -> None:
+    state = make_state(
+        step("a", kind=StepKind.TOOL, input={"tool": "div"}, status=StepStatus.FAILED),
+    )
+    state.steps["a"].error = "ZeroDivisionError: division by zero"
+
+    node = build_dag(state).nodes["a"]
+
+    assert node["label"] == "tool: div"
+    assert node["output"] == "ZeroDivisionError: division by zero"
+    assert to_vis_data(build_dag(state))["nodes"][0]["title"] == (
+        'input: {"tool":"div"}\nerror: ZeroDivisionError: division by zero'
+    )
+
+
+def test_undone_step_and_its_rerun_are_both_drawn_with_undone_greyed() -> None:
+    state = make_state(
+        step("root", status=StepStatus.COMPLETED, number=1),
+        step("old", prev_step_ids=["root"], status=StepStatus.UNDONE, branch_id="main"),
+        step("new", prev_step_ids=["root"], status=StepStatus.COMPLETED, branch_id="b2", number=2),
+        outputs={"root": "thinking", "old": "wrong answer", "new": "405"},
+    )
+
+    graph = build_dag(state)
+
+    assert set(graph.successors("root")) == {"old", "new"}
+    assert graph.nodes["old"]["undone"] is True and graph.nodes["new"]["undone"] is False
+    assert graph.nodes["old"]["output"] == "wrong answer"
+    assert (graph.nodes["old"]["branch_id"], graph.nodes["new"]["branch_id"]) == ("main", "b2")
+
+    dot_nodes, _ = parse_dot(to_dot(graph))
+    assert dot_nodes["old"]["fillcolor"] == STATUS_COLORS["undone"]
+    assert "dashed" in dot_nodes["old"]["style"]
+    assert dot_nodes["new"]["fillcolor"] == STATUS_COLORS["completed"]
+    assert "dashed" not in dot_nodes["new"]["style"]
+
+    vis_nodes = {node["id"]: node for node in to_vis_data(graph)["nodes"]}
+    assert vis_nodes["old"]["color"] == STATUS_COLORS["undone"] != vis_nodes["new"]["color"]
+    assert vis_nodes["old"]["group"] == "undone"
+    assert vis_nodes["old"]["shapeProperties"] == {"borderDashes": True}
+
+
+def test_fan_in_gets_depends_on_edges_without_duplicating_next_edges() -> None:
+    state = make_state(
+        step("plan", kind=StepKind.PLAN, status=StepStatus.COMPLETED),
+        step("x", prev_step_ids=["plan"]),
+        step("y", prev_step_ids=["plan"]),
+        step("join", prev_step_ids=["x"], depends_on=["x", "y"]),
+    )
+
+    graph = build_dag(state)
+
+    assert graph.edges["x", "join"]["relation"] == "next"
+    assert graph.edges["y", "join"]["relation"] == "depends_on"
+    assert graph.number_of_edges() == 4
+
+    _, dot_edges = parse_dot(to_dot(graph))
+    assert ("y", "join", {"style": "dashed"}) in dot_edges
+    assert ("x", "join", {}) in dot_edges
+    vis_edges = {(e["from"], e["to"]): e["dashes"] for e in to_vis_data(graph)["edges"]}
+    assert vis_edges == {
+        ("plan", "x"): False,
+        ("plan", "y"): False,
+        ("x", "join"): False,
+        ("y", "join"): True,
+    }
+
+
+def test_ids_of_missing_steps_make_no_phantom_nodes() -> None:
+    state = make_state(step("a", prev_step_ids=["gone"], depends_on=["also-gone"]))
+
+    graph = build_dag(state)
+
+    assert list(graph.nodes) == ["a"]
+    assert graph.number_of_edges() == 0
+
+
+def test_long_text_is_truncated_in_inputs_outputs_and_labels() -> None:
+    state = make_state(
+        step("a", input="x" * 500, status=StepStatus.COMPLETED),
+        step("b", kind=StepKind.TOOL, input={"tool": "t" * 500, "args": {"q": "y" * 500}}),
+        outputs={"a": "z" * 500},
+    )
+
+    graph = build_dag(state, max_chars=50)
+
+    a, b = graph.nodes["a"], graph.nodes["b"]
+    assert a["input"] == "x" * 49 + "…"
+    assert a["output"] == "z" * 49 + "…"
+    assert len(b["input"]) == 50 and b["input"].startswith('{"tool":"ttt')
+    assert len(b["label"]) <= 40 and b["label"].startswith("tool: ttt")
+    assert b["label"].endswith("…")
+
+
+def test_max_chars_below_one_is_refused() -> None:
+    with pytest.raises(UserError, match="max_chars must be at least 1"):
+        build_dag(make_state(), max_chars=0)
+
+
+def test_dot_escapes_hostile_text_so_it_cannot_break_out() -> None:
+    hostile_id = 'id"];evil'
+    state = make_state(
+        step(hostile_id, kind=StepKind.TOOL, input={"tool": HOSTILE}, status=StepStatus.COMPLETED),
+        step("b", input=HOSTILE, prev_step_ids=[hostile_id]),
+        outputs={hostile_id: HOSTILE},
+    )
+    graph = build_dag(state, max_chars=1000)
+
+    dot = to_dot(graph)
+
+    assert re.search(r'(?<!\\)"\];evil', dot) is None
+    assert '\\"];evil[label=' in dot
+    assert "\nnext line" not in dot  # line breaks inside strings are written as DOT's \n
+    for line in dot.splitlines():
+        unescaped_quotes = re.findall(r'(?<!\\)(?:\\\\)*"', line)
+        assert len(unescaped_quotes) % 2 == 0, line
+    nodes, edges = parse_dot(dot)
+    assert set(nodes) == {hostile_id, "b"}
+    assert edges == [(hostile_id, "b", {})]
+    assert nodes["b"]["tooltip"] == f"input: {HOSTILE}"
+    assert nodes[hostile_id]["tooltip"].endswith(f"output: {HOSTILE}")
+    assert nodes[hostile_id]["label"] == graph.nodes[hostile_id]["label"]
+    assert nodes[hostile_id]["label"].startswith('tool: x"];evil[label=')
+
+
+def test_vis_levels_put_parallel_siblings_on_one_level() -> None:
+    state = make_state(
+        step("plan", kind=StepKind.PLAN),
+        step("x", prev_step_ids=["plan"]),
+        step("y", prev_step_ids=["plan"]),
+        step("y2", prev_step_ids=["y"]),
+        step("join", prev_step_ids=["x"], depends_on=["y2"]),
+    )
+
+    levels = {node["id"]: node["level"] for node in to_vis_data(build_dag(state))["nodes"]}
+
+    assert levels == {"plan": 0, "x": 1, "y": 1, "y2": 2, "join": 3}
+
+
+def test_vis_levels_survive_a_cycle_in_bad_data() -> None:
+    state = make_state(step("a", prev_step_ids=["b"]), step("b", prev_step_ids=["a"]), step("c"))
+
+    levels = {node["id"]: node["level"] for node in to_vis_data(build_dag(state))["nodes"]}
+
+    assert levels == {"a": 0, "b": 0, "c": 0}
+
+
+def test_dot_drops_control_characters_and_normalises_line_breaks() -> None:
+    graph = build_dag(make_state(step("a", input="a\x00b\x1b[31m\r\nc\rd")))
+
+    nodes, _ = parse_dot(to_dot(graph))
+
+    assert graph.nodes["a"]["input"] == "a\x00b\x1b[31m\r\nc\rd"  # plain text, left as it was
+    assert nodes["a"]["tooltip"] == "input: ab[31m\nc\nd"
