@@ -109,8 +109,12 @@ class ChatMemoryBuffer(BaseModel):
         self.set([])
 
     def snapshot(self) -> MemorySnapshot:
-        """A snapshot of the current contents (by length: messages are immutable)."""
-        return MemorySnapshot(length=len(self.messages))
+        """A snapshot of the current contents, exact whatever happens next.
+
+        (The runner does not need this copy: `apply` returns a length-only snapshot when a
+        step only appended, which is the common case.)
+        """
+        return MemorySnapshot(length=len(self.messages), messages=self.get_all())
 
     def restore(self, snapshot: MemorySnapshot) -> None:
         """Return to `snapshot` exactly."""
@@ -130,7 +134,7 @@ class ChatMemoryBuffer(BaseModel):
             before = MemorySnapshot(length=len(self.messages), messages=self.get_all())
             self.set(staged.replaced)
             return before
-        before = self.snapshot()
+        before = MemorySnapshot(length=len(self.messages))
         self.put_messages(staged.pending)
         return before
 
@@ -192,6 +196,27 @@ class StagedMemory(ChatMemoryBuffer):
     def reset(self) -> None:
         """Forget every message (applied at commit)."""
         self.set([])
+
+    def snapshot(self) -> MemorySnapshot:
+        """A snapshot of what this view holds now (base plus the step's writes).
+
+        Length-only while the view only appended: the base's first messages cannot change
+        under a running step (undo waits for running steps), so restoring stays an append.
+        """
+        if self.replaced is None:
+            return MemorySnapshot(length=len(self))
+        return MemorySnapshot(length=len(self), messages=self.get_all())
+
+    def restore(self, snapshot: MemorySnapshot) -> None:
+        """Return this view to `snapshot` (applied to the base at commit)."""
+        if snapshot.messages is not None:
+            self.set(snapshot.messages)
+        elif self.replaced is not None:
+            del self.replaced[snapshot.length :]
+        elif snapshot.length >= self._base_length:
+            del self.pending[snapshot.length - self._base_length :]
+        else:
+            self.set(self._base.messages[: snapshot.length])
 
     def staged(self) -> StagedMemory:
         """Staging a staged view is not supported: a step has one view."""

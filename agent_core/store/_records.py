@@ -10,7 +10,7 @@ from agent_core.memory import ChatMemoryBuffer
 from agent_core.store.base import TaskSummary
 from agent_core.types import StepSnapshot, StepStatus, Task, TaskState, TaskStep, TaskStepOutput
 
-__all__ = ["assemble_state", "summary_of", "task_record"]
+__all__ = ["assemble_state", "output_record", "summary_of", "task_record"]
 
 # Memory and worker state are stored apart from the task row: memory grows by appends, and the
 # worker state is already serialised once per commit by the runner.
@@ -23,6 +23,22 @@ def task_record(state: TaskState) -> str:
     row["token_limit"] = state.task.memory.token_limit
     row["queue"] = state.queue
     return json.dumps(row)
+
+
+def output_record(output: TaskStepOutput) -> str:
+    """A step output as JSON, without its step and next steps: those are stored as steps.
+
+    Keeping one copy of each step means an output always agrees with its step's current
+    status (an undone step's output says `undone` after a reload too).
+    """
+    return output.model_dump_json(exclude={"task_step", "next_steps"})
+
+
+def _load_output(data: str, step: TaskStep, steps: dict[str, TaskStep]) -> TaskStepOutput:
+    fields = json.loads(data)
+    fields["task_step"] = step
+    fields["next_steps"] = [steps[i] for i in step.next_step_ids if i in steps]
+    return TaskStepOutput.model_validate(fields)
 
 
 def summary_of(state: TaskState) -> TaskSummary:
@@ -47,10 +63,10 @@ def assemble_state(
     version: int,
     messages: list[ChatMessage],
     steps: Iterable[TaskStep],
-    outputs: Iterable[TaskStepOutput],
+    outputs: Iterable[tuple[str, str]],
     snapshots: Iterable[StepSnapshot],
 ) -> TaskState:
-    """Rebuild a `TaskState` from stored records."""
+    """Rebuild a `TaskState` from stored records (`outputs` as (step_id, JSON) pairs)."""
     row = json.loads(task_json)
     token_limit = row.pop("token_limit")
     queue = row.pop("queue")
@@ -69,7 +85,11 @@ def assemble_state(
     state = TaskState(
         task=task,
         steps=step_map,
-        outputs={output.task_step.step_id: output for output in outputs},
+        outputs={
+            step_id: _load_output(data, step_map[step_id], step_map)
+            for step_id, data in outputs
+            if step_id in step_map
+        },
         queue=queue,
         completed=[step.step_id for step in completed],
         snapshots={snap.step_id: snap for snap in snapshots},

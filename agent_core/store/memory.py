@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 from agent_core.errors import ConflictError
 from agent_core.llms.base import ChatMessage
-from agent_core.store._records import assemble_state, summary_of, task_record
+from agent_core.store._records import assemble_state, output_record, summary_of, task_record
 from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
-from agent_core.types import StepSnapshot, TaskState, TaskStep, TaskStepOutput
+from agent_core.types import StepSnapshot, TaskState, TaskStep
 
 __all__ = ["InMemoryStore"]
 
@@ -68,7 +68,7 @@ class InMemoryStore:
         for step in change.steps:
             records.steps[step.step_id] = step.model_dump_json()
         for output in change.outputs:
-            records.outputs[output.task_step.step_id] = output.model_dump_json()
+            records.outputs[output.task_step.step_id] = output_record(output)
         for snapshot in change.snapshots:
             records.snapshots[snapshot.step_id] = snapshot.model_dump_json()
         for step_id in change.dropped_snapshots:
@@ -91,7 +91,7 @@ class InMemoryStore:
                 version=records.version,
                 messages=list(records.messages),
                 steps=[TaskStep.model_validate_json(s) for s in records.steps.values()],
-                outputs=[TaskStepOutput.model_validate_json(o) for o in records.outputs.values()],
+                outputs=list(records.outputs.items()),
                 snapshots=[StepSnapshot.model_validate_json(s) for s in records.snapshots.values()],
             )
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from agent_core.errors import ConflictError, StoreError
 from agent_core.llms.base import ChatMessage
-from agent_core.store._records import assemble_state, summary_of, task_record
+from agent_core.store._records import assemble_state, output_record, summary_of, task_record
 from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
-from agent_core.types import StepSnapshot, TaskState, TaskStep, TaskStepOutput
+from agent_core.types import StepSnapshot, TaskState, TaskStep
 
 __all__ = ["SQLiteStore"]
 
@@ -138,7 +138,7 @@ class SQLiteStore:
             ("steps", [(s.step_id, task_id, s.model_dump_json()) for s in change.steps]),
             (
                 "outputs",
-                [(o.task_step.step_id, task_id, o.model_dump_json()) for o in change.outputs],
+                [(o.task_step.step_id, task_id, output_record(o)) for o in change.outputs],
             ),
             ("snapshots", [(s.step_id, task_id, s.model_dump_json()) for s in change.snapshots]),
         ]
@@ -173,12 +173,11 @@ class SQLiteStore:
         ).fetchall()
         return [ChatMessage.model_validate_json(data) for (data,) in rows]
 
-    def _read(self, table: str, task_id: str) -> list[str]:
+    def _read(self, table: str, task_id: str) -> list[tuple[str, str]]:
         # rowid order is insertion order: steps come back in the order they were created.
-        rows = self._db.execute(
-            f"SELECT data FROM {table} WHERE task_id = ? ORDER BY rowid", (task_id,)
+        return self._db.execute(
+            f"SELECT step_id, data FROM {table} WHERE task_id = ? ORDER BY rowid", (task_id,)
         ).fetchall()
-        return [data for (data,) in rows]
 
     def load_task(self, task_id: str) -> TaskState | None:
         """The stored task, rebuilt from its rows (one consistent read)."""
@@ -195,14 +194,13 @@ class SQLiteStore:
                     extra_state_json=row[1],
                     version=row[2],
                     messages=self._read_messages(task_id),
-                    steps=[TaskStep.model_validate_json(d) for d in self._read("steps", task_id)],
-                    outputs=[
-                        TaskStepOutput.model_validate_json(d)
-                        for d in self._read("outputs", task_id)
+                    steps=[
+                        TaskStep.model_validate_json(d) for _, d in self._read("steps", task_id)
                     ],
+                    outputs=self._read("outputs", task_id),
                     snapshots=[
                         StepSnapshot.model_validate_json(d)
-                        for d in self._read("snapshots", task_id)
+                        for _, d in self._read("snapshots", task_id)
                     ],
                 )
             finally:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -23,7 +23,8 @@ _ACTION = re.compile(r"^\s*Action\s*:[ \t]*(?P<tool>[^\n]*)$", re.MULTILINE | re
 _ACTION_INPUT = re.compile(r"^\s*Action\s+Input\s*:[ \t]*", re.MULTILINE | re.IGNORECASE)
 _ANSWER = re.compile(r"^\s*(?:Final\s+)?Answer\s*:[ \t]*", re.MULTILINE | re.IGNORECASE)
 _THOUGHT = re.compile(r"^\s*Thought\s*:[ \t]*", re.IGNORECASE)
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+
+_SPACES = re.compile(r"\s*")
 
 FORMAT_REMINDER = (
     "Reply in the format:\nThought: <your reasoning>\nAction: <tool name>\n"
@@ -58,14 +59,9 @@ def _thought_before(text: str, end: int) -> str:
     return _THOUGHT.sub("", head, count=1).strip()
 
 
-def _json_object_at(text: str) -> str:
-    """The first balanced `{...}` in `text`, honouring strings; raises if there is none."""
-    start = text.find("{")
-    if start < 0:
-        raise ReActParseError(
-            "Action Input is not a JSON object (no '{' found). " + FORMAT_REMINDER
-        )
-    depth, quote, escaped = 0, "", False
+def _code_positions(text: str, start: int = 0) -> Iterator[int]:
+    """Indexes of the characters of `text` that are outside string literals."""
+    quote, escaped = "", False
     for i in range(start, len(text)):
         char = text[i]
         if quote:
@@ -75,16 +71,40 @@ def _json_object_at(text: str) -> str:
                 escaped = True
             elif char == quote:
                 quote = ""
-            continue
-        if char in "\"'":
+        elif char in "\"'":
             quote = char
-        elif char == "{":
+        else:
+            yield i
+
+
+def _json_object_at(text: str) -> str:
+    """The first balanced `{...}` in `text`, honouring strings; raises if there is none."""
+    start = text.find("{")
+    if start < 0:
+        raise ReActParseError(
+            "Action Input is not a JSON object (no '{' found). " + FORMAT_REMINDER
+        )
+    depth = 0
+    for i in _code_positions(text, start):
+        if text[i] == "{":
             depth += 1
-        elif char == "}":
+        elif text[i] == "}":
             depth -= 1
             if depth == 0:
                 return text[start : i + 1]
     raise ReActParseError("Action Input has an unclosed '{'. " + FORMAT_REMINDER)
+
+
+def _strip_trailing_commas(text: str) -> str:
+    """Drop commas that close a JSON object or array, leaving string contents alone."""
+    drop = set()
+    for i in _code_positions(text):
+        if text[i] == ",":
+            after = _SPACES.match(text, i + 1)
+            end = after.end() if after else i + 1
+            if text[end : end + 1] in ("}", "]"):
+                drop.add(i)
+    return "".join(char for i, char in enumerate(text) if i not in drop)
 
 
 def parse_action_input(raw: str) -> dict[str, Any]:
@@ -92,7 +112,7 @@ def parse_action_input(raw: str) -> dict[str, Any]:
     candidate = _json_object_at(raw)
     attempts = (
         lambda: json.loads(candidate),
-        lambda: json.loads(_TRAILING_COMMA.sub(r"\1", candidate)),
+        lambda: json.loads(_strip_trailing_commas(candidate)),
         lambda: ast.literal_eval(candidate),  # Single quotes, True/False/None.
     )
     for attempt in attempts:

@@ -225,22 +225,18 @@ def test_restore_of_a_full_snapshot_replaces_the_history() -> None:
     assert contents(buffer.get()) == ["a", "b"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bug: ChatMemoryBuffer.snapshot() records only the length, so restore() after a direct "
-        "set()/reset() truncates the new history instead of bringing the old one back"
-    ),
-)
 @pytest.mark.parametrize("replacement", [[], [user("new")], [user(f"n{i}") for i in range(5)]])
 def test_restore_after_set_brings_back_the_old_history(replacement: list[ChatMessage]) -> None:
-    buffer = ChatMemoryBuffer(messages=[user("old1"), assistant("old2"), user("old3")])
+    old = [user("old1"), assistant("old2"), user("old3")]
+    buffer = ChatMemoryBuffer(messages=old, token_limit=1000)
     snapshot = buffer.snapshot()
     buffer.set(replacement)
+    buffer.put(user("later"))
 
     buffer.restore(snapshot)
 
-    assert contents(buffer.get_all()) == ["old1", "old2", "old3"]
+    assert buffer.get_all() == old
+    assert buffer.get() == old
 
 
 # --- Staging -----------------------------------------------------------------------------
@@ -378,14 +374,6 @@ def test_staged_view_cannot_be_staged_again() -> None:
         staged.staged()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bug: StagedMemory inherits snapshot()/restore() from ChatMemoryBuffer, which read its "
-        "own always-empty `messages` field: snapshot() reports length 0 and restore() leaves the "
-        "step's pending writes in place"
-    ),
-)
 def test_snapshot_and_restore_on_a_staged_view() -> None:
     staged = ChatMemoryBuffer(messages=[user("q")]).staged()
     staged.put(assistant("a"))
@@ -395,6 +383,48 @@ def test_snapshot_and_restore_on_a_staged_view() -> None:
     staged.restore(snapshot)
 
     assert contents(staged.get_all()) == ["q", "a"]
+    assert contents(staged.get()) == ["q", "a"]
+    assert len(staged) == 2
+
+
+def test_staged_restore_of_a_length_snapshot_drops_later_writes() -> None:
+    base = ChatMemoryBuffer(messages=[user("q"), assistant("a")], token_limit=1000)
+    staged = base.staged()
+    staged.put_messages([user("q2"), assistant("a2")])
+
+    staged.restore(MemorySnapshot(length=3))
+
+    assert contents(staged.get_all()) == ["q", "a", "q2"]
+    assert contents(base.get_all()) == ["q", "a"]
+    base.apply(staged)
+    assert contents(base.get_all()) == ["q", "a", "q2"]
+
+
+def test_staged_restore_below_the_base_length_truncates_history_at_apply() -> None:
+    base = ChatMemoryBuffer(messages=[user("q"), assistant("a"), user("q2")], token_limit=1000)
+    staged = base.staged()
+    staged.put(assistant("a2"))
+
+    staged.restore(MemorySnapshot(length=1))
+
+    assert contents(staged.get_all()) == ["q"]
+    assert len(base) == 3
+    snapshot = base.apply(staged)
+    assert contents(base.get_all()) == ["q"]
+    base.restore(snapshot)
+    assert contents(base.get_all()) == ["q", "a", "q2"]
+
+
+def test_staged_restore_after_set_truncates_the_replacement() -> None:
+    base = ChatMemoryBuffer(messages=[user("q")], token_limit=1000)
+    staged = base.staged()
+    staged.set([user("s1"), assistant("s2"), user("s3")])
+
+    staged.restore(MemorySnapshot(length=2))
+
+    assert contents(staged.get_all()) == ["s1", "s2"]
+    base.apply(staged)
+    assert contents(base.get_all()) == ["s1", "s2"]
 
 
 # --- Persistence -------------------------------------------------------------------------
@@ -412,3 +442,18 @@ def test_json_round_trip_keeps_messages_limit_and_windowing() -> None:
     assert loaded.get() == buffer.get() == reference_get(messages, 60)
     loaded.put(user("more " * 10))
     assert loaded.get() == reference_get([*messages, user("more " * 10)], 60)
+
+
+def test_staged_snapshot_restore_keeps_a_parallel_steps_commit() -> None:
+    base = ChatMemoryBuffer(messages=[user("q")], token_limit=1000)
+    first, second = base.staged(), base.staged()
+    first.put(assistant("from first"))
+    snapshot = second.snapshot()
+    second.put(assistant("discarded"))
+    second.restore(snapshot)
+    second.put(assistant("from second"))
+
+    base.apply(first)
+    base.apply(second)
+
+    assert contents(base.get_all()) == ["q", "from first", "from second"]

@@ -92,18 +92,13 @@ def test_parse_action_input_is_lenient(raw: str, expected: dict[str, object]) ->
     assert result.args == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bug: _react_format.parse_action_input strips trailing commas with a regex that also "
-        "rewrites string contents, so a string ending in ',}' or ', ]' is silently changed"
-    ),
-)
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
         ('{"s": "a,}",}', {"s": "a,}"}),
         ('{"code": "x = [1, 2, ]",}', {"code": "x = [1, 2, ]"}),
+        ('{"s": "a \\", }", "t": [",]",],}', {"s": 'a ", }', "t": [",]"]}),
+        ("{'s': ', }', 'n': None,}", {"s": ", }", "n": None}),
     ],
 )
 def test_trailing_comma_repair_does_not_touch_string_contents(
