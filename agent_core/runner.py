@@ -434,7 +434,10 @@ class AgentRunner:
             step.claimed_by = self._owner
             step.started_at = utcnow()
             step.error = None
-            self._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
+            claim = TaskChange(
+                state=state, base_version=state.version, steps=[step], task_row=False
+            )
+            self._commit(state, claim)
         return step
 
     async def _arun_step(

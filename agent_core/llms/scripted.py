@@ -26,7 +26,7 @@ def _as_response(reply: Reply, messages: Sequence[ChatMessage], model: str) -> C
             f"{model} returned a {type(reply).__name__}; a scripted reply must be a str or a "
             "ChatResponse"
         )
-    prompt_tokens = sum(estimate_tokens(m.content) for m in messages)
+    prompt_tokens = estimate_tokens("".join(m.content for m in messages))
     return ChatResponse(
         message=ChatMessage(role="assistant", content=reply),
         usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=estimate_tokens(reply)),

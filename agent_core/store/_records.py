@@ -12,13 +12,13 @@ from agent_core.types import StepSnapshot, StepStatus, Task, TaskState, TaskStep
 
 __all__ = ["assemble_state", "output_record", "summary_of", "task_record"]
 
-# Memory and worker state are stored apart from the task row: memory grows by appends, and the
-# worker state is already serialised once per commit by the runner.
-_TASK_ROW_EXCLUDE = {"memory", "extra_state"}
+# Rewritten on every commit, so it holds only what is small and changes: the input is written
+# once, memory grows by appended rows, and the runner already serialised the worker state.
+_TASK_ROW_EXCLUDE = {"memory", "extra_state", "input"}
 
 
 def task_record(state: TaskState) -> str:
-    """The task row as JSON, with the memory's token limit but not its messages."""
+    """The task row as JSON: the task's small fields, its queue and memory's token limit."""
     row = state.task.model_dump(mode="json", exclude=_TASK_ROW_EXCLUDE)
     row["token_limit"] = state.task.memory.token_limit
     row["queue"] = state.queue
@@ -58,6 +58,7 @@ def summary_of(state: TaskState) -> TaskSummary:
 
 def assemble_state(
     *,
+    task_input: str,
     task_json: str,
     extra_state_json: str,
     version: int,
@@ -73,6 +74,7 @@ def assemble_state(
     task = Task.model_validate(
         {
             **row,
+            "input": task_input,
             "memory": ChatMemoryBuffer(messages=messages, token_limit=token_limit),
             "extra_state": json.loads(extra_state_json),
         }

@@ -43,6 +43,8 @@ class TaskChange:
     dropped_snapshots: list[str] = field(default_factory=list)
     dropped_steps: list[str] = field(default_factory=list)
     memory: MemoryWrite | None = None
+    task_row: bool = True
+    """False when only the version moves (claiming a step changes no task field)."""
 
     @property
     def task(self) -> Task:

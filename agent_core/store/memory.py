@@ -20,6 +20,7 @@ __all__ = ["InMemoryStore"]
 
 @dataclass
 class _TaskRecords:
+    task_input: str
     task_json: str
     extra_state_json: str
     version: int
@@ -55,16 +56,17 @@ class InMemoryStore:
                     f"expected {change.base_version}); reload it and try again"
                 )
             if records is None:
-                records = _TaskRecords("", "", 0, summary_of(state))
+                records = _TaskRecords(state.task.input, "", "", 0, summary_of(state))
                 self._tasks[state.task_id] = records
             self._write(records, change)
 
     def _write(self, records: _TaskRecords, change: TaskChange) -> None:
         state = change.state
-        records.task_json = task_record(state)
-        records.extra_state_json = state._extra_state_json or "{}"
         records.version = state.version
-        records.summary = summary_of(state)
+        if change.task_row:
+            records.task_json = task_record(state)
+            records.extra_state_json = state._extra_state_json or "{}"
+            records.summary = summary_of(state)
         for step in change.steps:
             records.steps[step.step_id] = step.model_dump_json()
         for output in change.outputs:
@@ -86,6 +88,7 @@ class InMemoryStore:
             if records is None:
                 return None
             return assemble_state(
+                task_input=records.task_input,
                 task_json=records.task_json,
                 extra_state_json=records.extra_state_json,
                 version=records.version,

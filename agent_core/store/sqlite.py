@@ -12,13 +12,14 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 from agent_core.errors import ConflictError, StoreError
-from agent_core.llms.base import ChatMessage
-from agent_core.store._records import assemble_state, output_record, summary_of, task_record
+from agent_core.llms.base import ChatMessage, Usage
+from agent_core.store._records import assemble_state, output_record, task_record
 from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
-from agent_core.types import StepSnapshot, TaskState, TaskStep
+from agent_core.types import StepSnapshot, TaskState, TaskStatus, TaskStep
 
 __all__ = ["SQLiteStore"]
 
@@ -27,7 +28,12 @@ CREATE TABLE IF NOT EXISTS tasks (
     task_id TEXT PRIMARY KEY,
     version INTEGER NOT NULL,
     created_at TEXT NOT NULL,
-    summary TEXT NOT NULL,
+    input TEXT NOT NULL,
+    status TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    steps_completed INTEGER NOT NULL,
+    steps_upcoming INTEGER NOT NULL,
+    usage TEXT NOT NULL,
     task TEXT NOT NULL,
     extra_state TEXT NOT NULL
 );
@@ -100,40 +106,65 @@ class SQLiteStore:
                 raise StoreError(f"cannot commit to {self.path}: {exc}") from exc
 
     def commit(self, change: TaskChange) -> None:
-        """Write `change` in one transaction after checking the task's version."""
+        """Write `change` in one transaction, if the task is still at `change.base_version`."""
         state = change.state
         with self._transaction() as db:
-            row = db.execute(
-                "SELECT version FROM tasks WHERE task_id = ?", (state.task_id,)
-            ).fetchone()
-            current = row[0] if row else None
-            if current != change.base_version:
-                raise ConflictError(
-                    f"task {state.task_id} was changed by another runner (version {current}, "
-                    f"expected {change.base_version}); reload it and try again"
-                )
             try:
-                self._write(db, change)
+                written = self._write_task_row(db, change)
+                if not written:
+                    raise self._conflict(db, state.task_id, change.base_version)
+                self._write_rows(db, change)
+            except sqlite3.IntegrityError:
+                raise self._conflict(db, state.task_id, change.base_version) from None
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot write task {state.task_id}: {exc}") from exc
 
-    def _write(self, db: sqlite3.Connection, change: TaskChange) -> None:
-        state = change.state
-        task_id = state.task_id
-        db.execute(
-            "INSERT INTO tasks (task_id, version, created_at, summary, task, extra_state) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET "
-            "version = excluded.version, summary = excluded.summary, task = excluded.task, "
-            "extra_state = excluded.extra_state",
+    @staticmethod
+    def _conflict(db: sqlite3.Connection, task_id: str, expected: int | None) -> ConflictError:
+        row = db.execute("SELECT version FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+        return ConflictError(
+            f"task {task_id} was changed by another runner (version "
+            f"{row[0] if row else None}, expected {expected}); reload it and try again"
+        )
+
+    @staticmethod
+    def _write_task_row(db: sqlite3.Connection, change: TaskChange) -> bool:
+        """Insert or compare-and-update the task row; False when the version moved on."""
+        state, task = change.state, change.state.task
+        if change.base_version is None:
+            db.execute(
+                "INSERT INTO tasks (task_id, version, created_at, input, status, updated_at, "
+                "steps_completed, steps_upcoming, usage, task, extra_state) "
+                "VALUES (?, ?, ?, ?, '', '', 0, 0, '', '', '')",
+                (task.task_id, state.version, task.created_at.isoformat(), task.input),
+            )
+        elif not change.task_row:  # Only the version moves (a step was claimed).
+            cursor = db.execute(
+                "UPDATE tasks SET version = ? WHERE task_id = ? AND version = ?",
+                (state.version, task.task_id, change.base_version),
+            )
+            return cursor.rowcount == 1
+        cursor = db.execute(
+            "UPDATE tasks SET version = ?, status = ?, updated_at = ?, steps_completed = ?, "
+            "steps_upcoming = ?, usage = ?, task = ?, extra_state = ? "
+            "WHERE task_id = ? AND version = ?",
             (
-                task_id,
                 state.version,
-                state.task.created_at.isoformat(),
-                summary_of(state).model_dump_json(),
+                task.status.value,
+                task.updated_at.isoformat(),
+                len(state.completed),
+                len(state.queue),
+                task.usage.model_dump_json(),
                 task_record(state),
                 state._extra_state_json or "{}",
+                task.task_id,
+                state.version if change.base_version is None else change.base_version,
             ),
         )
+        return cursor.rowcount == 1
+
+    def _write_rows(self, db: sqlite3.Connection, change: TaskChange) -> None:
+        task_id = change.state.task_id
         upsert = [
             ("steps", [(s.step_id, task_id, s.model_dump_json()) for s in change.steps]),
             (
@@ -185,14 +216,16 @@ class SQLiteStore:
             self._db.execute("BEGIN")
             try:
                 row = self._db.execute(
-                    "SELECT task, extra_state, version FROM tasks WHERE task_id = ?", (task_id,)
+                    "SELECT input, task, extra_state, version FROM tasks WHERE task_id = ?",
+                    (task_id,),
                 ).fetchone()
                 if row is None:
                     return None
                 return assemble_state(
-                    task_json=row[0],
-                    extra_state_json=row[1],
-                    version=row[2],
+                    task_input=row[0],
+                    task_json=row[1],
+                    extra_state_json=row[2],
+                    version=row[3],
                     messages=self._read_messages(task_id),
                     steps=[
                         TaskStep.model_validate_json(d) for _, d in self._read("steps", task_id)
@@ -218,9 +251,22 @@ class SQLiteStore:
         """Every task, newest first."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT summary FROM tasks ORDER BY created_at DESC, rowid DESC"
+                "SELECT task_id, input, status, created_at, updated_at, steps_completed, "
+                "steps_upcoming, usage FROM tasks ORDER BY created_at DESC, rowid DESC"
             ).fetchall()
-        return [TaskSummary.model_validate_json(data) for (data,) in rows]
+        return [
+            TaskSummary(
+                task_id=row[0],
+                input=row[1],
+                status=TaskStatus(row[2]),
+                created_at=datetime.fromisoformat(row[3]),
+                updated_at=datetime.fromisoformat(row[4]),
+                steps_completed=row[5],
+                steps_upcoming=row[6],
+                usage=Usage.model_validate_json(row[7]),
+            )
+            for row in rows
+        ]
 
     def delete_task(self, task_id: str) -> bool:
         """Remove a task and all its rows; False when there was none."""

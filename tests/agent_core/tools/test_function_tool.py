@@ -171,6 +171,19 @@ async def test_sync_function_runs_in_a_worker_thread() -> None:
     assert seen[0] is not threading.main_thread()
 
 
+async def test_non_blocking_sync_function_runs_inline() -> None:
+    seen: list[threading.Thread] = []
+
+    def record(x: int) -> int:
+        seen.append(threading.current_thread())
+        return x * 2
+
+    out = await FunctionTool.from_defaults(record, blocking=False).acall({"x": 21})
+
+    assert out.content == "42"
+    assert seen == [threading.current_thread()]
+
+
 async def test_async_function_is_awaited_on_the_loop() -> None:
     loops: list[asyncio.AbstractEventLoop] = []
 
