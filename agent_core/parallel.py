@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from agent_core._queue import is_claimable, nothing_to_run
 from agent_core._sync import run_sync
 from agent_core.errors import StepError
 from agent_core.runner import AgentRunner
@@ -47,10 +48,10 @@ class ParallelAgentRunner(AgentRunner):
         ready = [
             step_id
             for step_id in state.queue
-            if state.is_ready(state.steps[step_id]) and self._claimable(state.steps[step_id])
+            if state.is_ready(state.steps[step_id]) and is_claimable(state.steps[step_id])
         ]
         if not ready:
-            raise self._nothing_to_run(state)
+            raise nothing_to_run(state)
         return ready
 
     async def arun_steps_in_queue(

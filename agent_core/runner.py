@@ -13,26 +13,31 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 from agent_core import _undo
 from agent_core._claims import IN_FLIGHT, claim_is_stale, new_claim_owner
+from agent_core._queue import (
+    adopt_next_steps,
+    mark_completed,
+    pick_step,
+    short_id,
+    step_of,
+)
 from agent_core._streaming import Finished, relay_events
 from agent_core._sync import iterate_sync, run_sync
+from agent_core._worker_state import dump_state, merge_state
 from agent_core.breakpoints import Breakpoint, RunUntilResult
 from agent_core.errors import (
     AgentCoreError,
     ConflictError,
     InputTooLargeError,
     NothingToRunError,
-    NotReadyError,
     StepError,
-    StepNotFoundError,
     TaskNotActiveError,
     TaskNotFoundError,
     UserError,
-    WorkerStateError,
 )
 from agent_core.events import (
     EventSink,
@@ -66,45 +71,6 @@ __all__ = ["DEFAULT_MAX_INPUT_CHARS", "AgentRunner"]
 
 DEFAULT_MAX_INPUT_CHARS = 100_000
 _RUNNABLE = (StepStatus.UPCOMING, StepStatus.FAILED, StepStatus.RUNNING)
-
-
-def _short(task_id: str) -> str:
-    return task_id[:8]
-
-
-def _dump_state(extra_state: dict[str, Any], *, task_id: str, step_id: str) -> str:
-    try:
-        return json.dumps(extra_state, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        bad = [key for key, value in extra_state.items() if not _serialisable(value)]
-        raise WorkerStateError(
-            f"the worker left state that cannot be stored as JSON in task {_short(task_id)} "
-            f"(keys {bad or list(extra_state)}: {exc}); keep only str, numbers, bools, None, "
-            "lists and dicts in task.extra_state",
-            task_id=task_id,
-            step_id=step_id,
-        ) from exc
-
-
-def _serialisable(value: Any) -> bool:
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def _merge_state(base_json: str, current_json: str, written: dict[str, Any]) -> dict[str, Any]:
-    """Apply one step's changes to the task's state when another step committed meanwhile."""
-    if current_json == base_json:
-        return written
-    base, merged = json.loads(base_json), json.loads(current_json)
-    for key, value in written.items():
-        if base.get(key, object()) != value:
-            merged[key] = value
-    for key in base.keys() - written.keys():
-        merged.pop(key, None)
-    return merged
 
 
 class AgentRunner:
@@ -207,12 +173,12 @@ class AgentRunner:
         status = state.task.status
         if status is TaskStatus.ABANDONED:
             raise TaskNotActiveError(
-                f"task {_short(state.task_id)} was abandoned, so it cannot {action}; its steps "
+                f"task {short_id(state.task_id)} was abandoned, so it cannot {action}; its steps "
                 "stay for inspection — create a new task to continue"
             )
         if status is TaskStatus.COMPLETED:
             raise TaskNotActiveError(
-                f"task {_short(state.task_id)} is finished (finalized), so it cannot {action}; "
+                f"task {short_id(state.task_id)} is finished (finalized), so it cannot {action}; "
                 "create a new task to go on"
             )
 
@@ -239,7 +205,7 @@ class AgentRunner:
         )
         step = self.agent_worker.initialize_step(task, **kwargs)
         state = TaskState(task=task, steps={step.step_id: step}, queue=[step.step_id])
-        state._extra_state_json = _dump_state(task.extra_state, task_id=task.task_id, step_id="")
+        state._extra_state_json = dump_state(task.extra_state, task_id=task.task_id, step_id="")
         change = TaskChange(
             state=state,
             base_version=None,
@@ -305,12 +271,12 @@ class AgentRunner:
     def get_step(self, task_id: str, step_id: str) -> TaskStep:
         """One step of a task, by id."""
         state = self._task_state(task_id)
-        return self._step(state, step_id)
+        return step_of(state, step_id)
 
     def get_step_output(self, task_id: str, step_id: str) -> TaskStepOutput | None:
         """A step's output, if it completed (or was completed and then undone)."""
         state = self._task_state(task_id)
-        self._step(state, step_id)
+        step_of(state, step_id)
         return state.outputs.get(step_id)
 
     def get_task_output(self, task_id: str) -> TaskStepOutput:
@@ -318,7 +284,7 @@ class AgentRunner:
         state = self._task_state(task_id)
         if state.last_output is None:
             raise NothingToRunError(
-                f"task {_short(task_id)} has no completed step yet; run_step() runs one"
+                f"task {short_id(task_id)} has no completed step yet; run_step() runs one"
             )
         return state.last_output
 
@@ -331,79 +297,6 @@ class AgentRunner:
         step = self.get_step(task_id, step_id)
         return step.status is StepStatus.RUNNING and claim_is_stale(step.claimed_by, step_id)
 
-    @staticmethod
-    def _step(state: TaskState, step_id: str) -> TaskStep:
-        step = state.steps.get(step_id)
-        if step is None:
-            upcoming = ", ".join(state.queue) or "none"
-            raise StepNotFoundError(
-                f"task {_short(state.task_id)} has no step {step_id!r}; its upcoming steps "
-                f"are: {upcoming}"
-            )
-        return step
-
-    def _pick_step(self, state: TaskState, step_id: str | None) -> TaskStep:
-        if step_id is not None:
-            step = self._step(state, step_id)
-            if step_id not in state.queue:
-                raise NothingToRunError(
-                    f"step {step_id} of task {_short(state.task_id)} is {step.status.value}; "
-                    "only upcoming or failed steps can run (undo_step makes a completed one "
-                    "upcoming again)"
-                )
-            self._check_runnable(state, step)
-            return step
-        for candidate_id in state.queue:
-            candidate = state.steps[candidate_id]
-            if state.is_ready(candidate) and self._claimable(candidate):
-                return candidate
-        raise self._nothing_to_run(state)
-
-    def _claimable(self, step: TaskStep) -> bool:
-        if step.status is not StepStatus.RUNNING:
-            return True
-        return claim_is_stale(step.claimed_by, step.step_id)
-
-    def _check_runnable(self, state: TaskState, step: TaskStep) -> None:
-        if not self._claimable(step):
-            raise ConflictError(
-                f"step {step.step_id} of task {_short(state.task_id)} is already running "
-                f"({step.claimed_by}); wait for it to finish"
-            )
-        waiting = [
-            dep
-            for dep in step.depends_on
-            if dep in state.steps and state.steps[dep].status is not StepStatus.COMPLETED
-        ]
-        if waiting:
-            raise NotReadyError(
-                f"step {step.step_id} waits for steps {', '.join(waiting)} to complete; "
-                "run those first"
-            )
-
-    @staticmethod
-    def _nothing_to_run(state: TaskState) -> UserError:
-        task = _short(state.task_id)
-        if not state.queue:
-            last = state.last_output
-            if last is not None and last.is_last:
-                return NothingToRunError(
-                    f"task {task} has no upcoming step; it finished at step "
-                    f"{last.task_step.number} — call finalize_response(), or undo_step() to "
-                    "go back"
-                )
-            return NothingToRunError(
-                f"task {task} has no upcoming step; undo_step() goes back, create_task() "
-                "starts over"
-            )
-        if any(state.steps[s].status is StepStatus.RUNNING for s in state.queue):
-            return ConflictError(
-                f"every ready step of task {task} is already running; wait for it to finish"
-            )
-        return NotReadyError(
-            f"no upcoming step of task {task} is ready: each waits on steps not completed yet"
-        )
-
     def edit_step(self, task_id: str, step_id: str, input: StepInput) -> TaskStep:
         """Change an upcoming step's input without running it (the proposal is kept)."""
         self._check_input_type(input)
@@ -411,7 +304,7 @@ class AgentRunner:
         state = self._task_state(task_id)
         with self._lock(task_id):
             self._check_active(state, "be edited")
-            step = self._step(state, step_id)
+            step = step_of(state, step_id)
             if step_id not in state.queue or step.status is StepStatus.RUNNING:
                 raise UserError(
                     f"step {step_id} is {step.status.value}; only upcoming or failed steps "
@@ -426,7 +319,7 @@ class AgentRunner:
     def _claim(self, state: TaskState, step_id: str | None, input: StepInput) -> TaskStep:
         with self._lock(state.task_id):
             self._check_active(state, "run")
-            step = self._pick_step(state, step_id)
+            step = pick_step(state, step_id)
             if input is not None:
                 step.set_input(input)
             step.status = StepStatus.RUNNING
@@ -491,9 +384,9 @@ class AgentRunner:
                 step_id=step.step_id,
             )
         with self._lock(state.task_id):
-            written = _merge_state(base_json, state._extra_state_json or "{}", view.extra_state)
-            new_json = _dump_state(written, task_id=state.task_id, step_id=step.step_id)
-            next_steps = self._adopt_next_steps(state, step, output.next_steps)
+            written = merge_state(base_json, state._extra_state_json or "{}", view.extra_state)
+            new_json = dump_state(written, task_id=state.task_id, step_id=step.step_id)
+            next_steps = adopt_next_steps(state, step, output.next_steps)
             task = state.task
             snapshot = StepSnapshot(
                 step_id=step.step_id,
@@ -506,7 +399,7 @@ class AgentRunner:
             if task.status is TaskStatus.FAILED:
                 task.status = TaskStatus.ACTIVE
             output.task_step, output.next_steps, output.latency_ms = step, next_steps, latency_ms
-            self._mark_completed(state, step, next_steps)
+            mark_completed(state, step, next_steps)
             state.outputs[step.step_id] = output
             state.snapshots[step.step_id] = snapshot
             change = TaskChange(
@@ -520,50 +413,6 @@ class AgentRunner:
             self._commit(state, change)
         return output
 
-    @staticmethod
-    def _mark_completed(state: TaskState, step: TaskStep, next_steps: list[TaskStep]) -> None:
-        state.queue.remove(step.step_id)
-        for child in next_steps:
-            state.steps[child.step_id] = child
-            state.queue.append(child.step_id)
-            step.next_step_ids.append(child.step_id)
-        step.status = StepStatus.COMPLETED
-        step.claimed_by = None
-        step.finished_at = utcnow()
-        step.number = len(state.completed) + 1
-        state.completed.append(step.step_id)
-
-    @staticmethod
-    def _adopt_next_steps(
-        state: TaskState, step: TaskStep, next_steps: Sequence[TaskStep]
-    ) -> list[TaskStep]:
-        adopted: list[TaskStep] = []
-        known = set(state.steps)
-        for child in next_steps:
-            if child.task_id != state.task_id or child.step_id in known:
-                raise StepError(
-                    f"the worker queued step {child.step_id} that belongs to task "
-                    f"{_short(child.task_id)} or already exists; next steps must be new steps "
-                    "of this task (use step.get_next_step())",
-                    task_id=state.task_id,
-                    step_id=step.step_id,
-                )
-            known.add(child.step_id)
-            adopted.append(child)
-        for child in adopted:
-            missing = [dep for dep in child.depends_on if dep not in known]
-            if missing:
-                raise StepError(
-                    f"the worker queued step {child.step_id} depending on unknown steps {missing}",
-                    task_id=state.task_id,
-                    step_id=step.step_id,
-                )
-            if not child.prev_step_ids:
-                child.prev_step_ids = [step.step_id]
-            child.branch_id = step.branch_id
-            child.status = StepStatus.UPCOMING
-        return adopted
-
     def _fail(self, state: TaskState, step: TaskStep, exc: BaseException) -> StepError:
         if isinstance(exc, AgentCoreError):
             message = str(exc)
@@ -571,7 +420,7 @@ class AgentRunner:
             message = f"{type(exc).__name__}: {exc}"
         error_type = type(exc) if isinstance(exc, StepError) else StepError
         error = error_type(
-            f"step {step.step_id} of task {_short(state.task_id)} failed: {message}. "
+            f"step {step.step_id} of task {short_id(state.task_id)} failed: {message}. "
             "Nothing completed was lost; edit the step's input and run it again, or undo_step()",
             task_id=state.task_id,
             step_id=step.step_id,
@@ -665,7 +514,7 @@ class AgentRunner:
     ) -> TaskStepOutput:
         """Refuse a tool call awaiting approval; the model sees `message` instead of a result."""
         state = self._task_state(task_id)
-        step = self._pick_step(state, step_id)
+        step = pick_step(state, step_id)
         if step.kind is not StepKind.TOOL or not isinstance(step.input, dict):
             raise UserError(
                 f"step {step.step_id} is a {step.kind.value} step; only a tool call awaiting "
@@ -699,7 +548,7 @@ class AgentRunner:
             state = self._task_state(task_id)
             self._check_active(state, "run")
             try:
-                step = self._pick_step(state, None)
+                step = pick_step(state, None)
             except UserError as exc:
                 return result.model_copy(update={"reason": "no_step", "detail": str(exc)})
             hit = next((why for bp in breakpoints if (why := bp(state, step))), None)
@@ -754,7 +603,7 @@ class AgentRunner:
             )
             state.steps[step.step_id] = step
             state.queue.insert(0, step.step_id)
-            self._mark_completed(state, step, [])
+            mark_completed(state, step, [])
             _undo.link_feedback(state, step)
             output = TaskStepOutput(output=text, task_step=step)
             state.outputs[step.step_id] = output
@@ -784,12 +633,12 @@ class AgentRunner:
             self._check_active(state, "undo steps")
             if len(state.completed) < steps:
                 raise NothingToRunError(
-                    f"task {_short(task_id)} has {len(state.completed)} completed step(s); "
+                    f"task {short_id(task_id)} has {len(state.completed)} completed step(s); "
                     f"cannot undo {steps}"
                 )
             if any(state.steps[s].status is StepStatus.RUNNING for s in state.queue):
                 raise ConflictError(
-                    f"a step of task {_short(task_id)} is running; undo after it finishes"
+                    f"a step of task {short_id(task_id)} is running; undo after it finishes"
                 )
             change = TaskChange(state=state, base_version=state.version)
             for _ in range(steps):
@@ -808,7 +657,7 @@ class AgentRunner:
             last = state.last_output
             if last is None or not last.is_last:
                 raise NothingToRunError(
-                    f"task {_short(task_id)} has not reached its last step "
+                    f"task {short_id(task_id)} has not reached its last step "
                     f"({len(state.queue)} upcoming); run it further (run_step or run_until) "
                     "before finalize_response()"
                 )

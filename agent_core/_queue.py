@@ -1,0 +1,158 @@
+"""Which step runs next, and how a completed step moves the queue: pure functions of a task.
+
+Kept apart from the runner so that the rules (readiness, claims, what a worker may queue)
+read in one place and the runner reads as orchestration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agent_core._claims import claim_is_stale
+from agent_core.errors import (
+    ConflictError,
+    NothingToRunError,
+    NotReadyError,
+    StepError,
+    StepNotFoundError,
+    UserError,
+)
+from agent_core.types import StepStatus, TaskState, TaskStep, utcnow
+
+__all__ = [
+    "adopt_next_steps",
+    "check_runnable",
+    "is_claimable",
+    "mark_completed",
+    "nothing_to_run",
+    "pick_step",
+    "short_id",
+    "step_of",
+]
+
+
+def short_id(task_id: str) -> str:
+    """The first characters of an id, enough to tell tasks apart in a message."""
+    return task_id[:8]
+
+
+def step_of(state: TaskState, step_id: str) -> TaskStep:
+    """The step with this id, or `StepNotFoundError` listing the upcoming ones."""
+    step = state.steps.get(step_id)
+    if step is None:
+        upcoming = ", ".join(state.queue) or "none"
+        raise StepNotFoundError(
+            f"task {short_id(state.task_id)} has no step {step_id!r}; its upcoming steps "
+            f"are: {upcoming}"
+        )
+    return step
+
+
+def is_claimable(step: TaskStep) -> bool:
+    """Whether no live run holds the step (a crashed run's claim does not count)."""
+    if step.status is not StepStatus.RUNNING:
+        return True
+    return claim_is_stale(step.claimed_by, step.step_id)
+
+
+def check_runnable(state: TaskState, step: TaskStep) -> None:
+    """Raise unless `step` may start now: not running elsewhere, dependencies completed."""
+    if not is_claimable(step):
+        raise ConflictError(
+            f"step {step.step_id} of task {short_id(state.task_id)} is already running "
+            f"({step.claimed_by}); wait for it to finish"
+        )
+    waiting = [
+        dep
+        for dep in step.depends_on
+        if dep in state.steps and state.steps[dep].status is not StepStatus.COMPLETED
+    ]
+    if waiting:
+        raise NotReadyError(
+            f"step {step.step_id} waits for steps {', '.join(waiting)} to complete; run those first"
+        )
+
+
+def pick_step(state: TaskState, step_id: str | None) -> TaskStep:
+    """`step_id` if it may run, else the first ready step of the queue."""
+    if step_id is not None:
+        step = step_of(state, step_id)
+        if step_id not in state.queue:
+            raise NothingToRunError(
+                f"step {step_id} of task {short_id(state.task_id)} is {step.status.value}; "
+                "only upcoming or failed steps can run (undo_step makes a completed one "
+                "upcoming again)"
+            )
+        check_runnable(state, step)
+        return step
+    for candidate_id in state.queue:
+        candidate = state.steps[candidate_id]
+        if state.is_ready(candidate) and is_claimable(candidate):
+            return candidate
+    raise nothing_to_run(state)
+
+
+def nothing_to_run(state: TaskState) -> UserError:
+    """The error that says why no step of the task can run now."""
+    task = short_id(state.task_id)
+    if not state.queue:
+        last = state.last_output
+        if last is not None and last.is_last:
+            return NothingToRunError(
+                f"task {task} has no upcoming step; it finished at step "
+                f"{last.task_step.number} — call finalize_response(), or undo_step() to go back"
+            )
+        return NothingToRunError(
+            f"task {task} has no upcoming step; undo_step() goes back, create_task() starts over"
+        )
+    if any(state.steps[s].status is StepStatus.RUNNING for s in state.queue):
+        return ConflictError(
+            f"every ready step of task {task} is already running; wait for it to finish"
+        )
+    return NotReadyError(
+        f"no upcoming step of task {task} is ready: each waits on steps not completed yet"
+    )
+
+
+def adopt_next_steps(
+    state: TaskState, step: TaskStep, next_steps: Sequence[TaskStep]
+) -> list[TaskStep]:
+    """Check the steps a worker queued and tie them to `step`'s branch."""
+    new_ids: set[str] = set()
+    for child in next_steps:
+        if child.task_id != state.task_id or child.step_id in state.steps:
+            raise StepError(
+                f"the worker queued step {child.step_id} that belongs to task "
+                f"{short_id(child.task_id)} or already exists; next steps must be new steps "
+                "of this task (use step.get_next_step())",
+                task_id=state.task_id,
+                step_id=step.step_id,
+            )
+        new_ids.add(child.step_id)
+    for child in next_steps:
+        missing = [d for d in child.depends_on if d not in state.steps and d not in new_ids]
+        if missing:
+            raise StepError(
+                f"the worker queued step {child.step_id} depending on unknown steps {missing}",
+                task_id=state.task_id,
+                step_id=step.step_id,
+            )
+        if not child.prev_step_ids:
+            child.prev_step_ids = [step.step_id]
+        child.branch_id = step.branch_id
+        child.status = StepStatus.UPCOMING
+    return list(next_steps)
+
+
+def mark_completed(state: TaskState, step: TaskStep, next_steps: list[TaskStep]) -> None:
+    """Move `step` from the queue to the completed list, queueing its children."""
+    state.queue.remove(step.step_id)
+    for child in next_steps:
+        state.steps[child.step_id] = child
+        state.queue.append(child.step_id)
+        step.next_step_ids.append(child.step_id)
+    step.status = StepStatus.COMPLETED
+    step.claimed_by = None
+    step.finished_at = utcnow()
+    step.number = len(state.completed) + 1
+    state.completed.append(step.step_id)

@@ -1,0 +1,50 @@
+"""Worker state (`task.extra_state`) as JSON: checked when a step commits, merged when parallel."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agent_core.errors import WorkerStateError
+
+__all__ = ["dump_state", "merge_state"]
+
+
+def _serialisable(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def dump_state(extra_state: dict[str, Any], *, task_id: str, step_id: str) -> str:
+    """`extra_state` as JSON, or `WorkerStateError` naming the keys that cannot be stored."""
+    try:
+        return json.dumps(extra_state, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        bad = [key for key, value in extra_state.items() if not _serialisable(value)]
+        raise WorkerStateError(
+            f"the worker left state that cannot be stored as JSON in task {task_id[:8]} "
+            f"(keys {bad or list(extra_state)}: {exc}); keep only str, numbers, bools, None, "
+            "lists and dicts in task.extra_state",
+            task_id=task_id,
+            step_id=step_id,
+        ) from exc
+
+
+def merge_state(base_json: str, current_json: str, written: dict[str, Any]) -> dict[str, Any]:
+    """One step's worker state merged into the task's, key by key.
+
+    A step starts from `base_json`; if another step committed meanwhile (`current_json`
+    differs), only the keys this step changed or removed are applied on top of it.
+    """
+    if current_json == base_json:
+        return written
+    base, merged = json.loads(base_json), json.loads(current_json)
+    for key, value in written.items():
+        if base.get(key, object()) != value:
+            merged[key] = value
+    for key in base.keys() - written.keys():
+        merged.pop(key, None)
+    return merged
