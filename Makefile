@@ -2,20 +2,21 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-UV     := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
+UV     := $(PYTHON) -m uv
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint format typecheck lock clean
+.PHONY: test lint format typecheck lock clean uv
 
-$(UV):
-	$(PYTHON) -m pip install --quiet --user uv || $(PYTHON) -m pip install --quiet uv
+# uv installs the pinned environment in seconds; fetch it with pip if this Python lacks it.
+uv:
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
 
-$(STAMP): requirements.lock pyproject.toml | $(UV)
-	test -d $(VENV) || $(UV) venv --python $(PYTHON) $(VENV)
+$(STAMP): requirements.lock pyproject.toml | uv
+	test -x $(BIN)/python || $(UV) venv --python $(PYTHON) $(VENV)
 	$(UV) pip install --python $(BIN)/python -r requirements.lock -e .
 	touch $(STAMP)
 
-test: $(STAMP) lint
+test: lint
 	$(BIN)/pytest
 
 lint: $(STAMP)
@@ -30,7 +31,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 # Re-pin after changing dependencies in pyproject.toml.
-lock: | $(UV)
+lock: uv
 	$(UV) pip compile pyproject.toml --extra dev --python-version 3.11 -o requirements.lock --no-header --quiet
 
 clean:
