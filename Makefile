@@ -2,17 +2,19 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-UV     := $(PYTHON) -m uv
+UV     := $(BIN)/python -m uv
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint format typecheck lock clean uv
+.PHONY: test lint format typecheck lock clean
 
-# uv installs the pinned environment in seconds; fetch it with pip if this Python lacks it.
-uv:
-	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+# The venv carries its own uv, which installs the pinned lock in seconds. Debian's system
+# Python needs python3-venv for `-m venv`; install it when missing (we run as root there).
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV) && apt-get update -qq \
+		&& apt-get install -y -qq python3-venv && $(PYTHON) -m venv $(VENV); }
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
 
-$(STAMP): requirements.lock pyproject.toml | uv
-	test -x $(BIN)/python || $(UV) venv --python $(PYTHON) $(VENV)
+$(STAMP): requirements.lock pyproject.toml | $(BIN)/python
 	$(UV) pip install --python $(BIN)/python -r requirements.lock -e .
 	touch $(STAMP)
 
@@ -31,7 +33,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 # Re-pin after changing dependencies in pyproject.toml.
-lock: uv
+lock: | $(BIN)/python
 	$(UV) pip compile pyproject.toml --extra dev --python-version 3.11 -o requirements.lock --no-header --quiet
 
 clean:
