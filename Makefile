@@ -5,6 +5,10 @@ BIN    := $(VENV)/bin
 UV     := $(BIN)/python -m uv
 STAMP  := $(VENV)/.installed
 
+# Trust the system's certificate store (machines behind a TLS-inspecting proxy need it).
+export UV_NATIVE_TLS := 1
+export UV_SYSTEM_CERTS := 1
+
 .PHONY: test lint format typecheck lock clean
 
 # The venv carries its own uv, which installs the pinned lock in seconds. Debian's system
