@@ -129,3 +129,7 @@ def test_undo_of_one_parallel_step_restores_only_its_writes():
     agent.undo_step(task.task_id)
     state = agent.get_task(task.task_id).extra_state
     assert str(last.input) not in state and len(state) == 2
+    # The undone step is next again, ahead of the join that waits for it.
+    upcoming = agent.get_upcoming_steps(task.task_id)
+    assert [s.kind for s in upcoming] == [StepKind.DELEGATE, StepKind.FINALIZE]
+    assert upcoming[0].input == last.input and upcoming[0].step_id in upcoming[1].depends_on
