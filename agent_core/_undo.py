@@ -8,11 +8,15 @@ instead of overwriting history. Steps the undone step queued, which never ran, a
 from __future__ import annotations
 
 import json
+import logging
 
+from agent_core.effects import revert_effects
 from agent_core.store.base import MemoryWrite, TaskChange
 from agent_core.types import StepKind, StepStatus, TaskState, TaskStep, new_id
 
 __all__ = ["link_feedback", "undo_last"]
+
+logger = logging.getLogger(__name__)
 
 
 def undo_last(state: TaskState, change: TaskChange) -> None:
@@ -24,7 +28,11 @@ def undo_last(state: TaskState, change: TaskChange) -> None:
     task.memory.restore(snapshot.memory)
     task.extra_state = json.loads(snapshot.extra_state_json)
     state._extra_state_json = snapshot.extra_state_json
-    task.usage = task.usage - state.outputs[step_id].usage
+    output = state.outputs[step_id]
+    task.usage = task.usage - output.usage
+    step.undo_warnings = revert_effects(output.effects)
+    for warning in step.undo_warnings:
+        logger.warning("undo of step %s: %s", step_id, warning)
     step.status = StepStatus.UNDONE
     change.dropped_snapshots.append(step_id)
     if snapshot.memory.messages is not None:

@@ -29,6 +29,7 @@ from agent_core._streaming import Finished, relay_events
 from agent_core._sync import iterate_sync, run_sync
 from agent_core._worker_state import dump_state, merge_state
 from agent_core.breakpoints import Breakpoint, RunUntilResult
+from agent_core.effects import revert_effects, step_context
 from agent_core.errors import (
     AgentCoreError,
     ConflictError,
@@ -351,22 +352,25 @@ class AgentRunner:
         )
         IN_FLIGHT.start(step.step_id)
         started = time.perf_counter()
-        try:
-            if emit is not None:
-                emit(StepStartedEvent(task_id=task_id, step_id=step.step_id))
-                kwargs = {**kwargs, "emit": emit}
-            output = await self.agent_worker.arun_step(step, view, **kwargs)
-            latency_ms = (time.perf_counter() - started) * 1000
-            return self._complete(state, step, view, base_json, output, latency_ms)
-        except AgentCoreError as exc:
-            raise self._fail(state, step, exc) from exc
-        except Exception as exc:
-            raise self._fail(state, step, exc) from exc
-        except BaseException:  # Cancelled: the step goes back to upcoming, untouched.
-            self._release(state, step)
-            raise
-        finally:
-            IN_FLIGHT.finish(step.step_id)
+        with step_context(task_id, step.step_id) as context:
+            try:
+                if emit is not None:
+                    emit(StepStartedEvent(task_id=task_id, step_id=step.step_id))
+                    kwargs = {**kwargs, "emit": emit}
+                output = await self.agent_worker.arun_step(step, view, **kwargs)
+                latency_ms = (time.perf_counter() - started) * 1000
+                if isinstance(output, TaskStepOutput):
+                    output.effects = [*output.effects, *context.effects]
+                return self._complete(state, step, view, base_json, output, latency_ms)
+            except Exception as exc:
+                revert_effects(context.effects)
+                raise self._fail(state, step, exc) from exc
+            except BaseException:  # Cancelled: the step goes back to upcoming, untouched.
+                revert_effects(context.effects)
+                self._release(state, step)
+                raise
+            finally:
+                IN_FLIGHT.finish(step.step_id)
 
     def _complete(
         self,

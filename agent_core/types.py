@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from agent_core.effects import Effect
 from agent_core.llms.base import Usage
 from agent_core.memory import ChatMemoryBuffer, MemorySnapshot
 
@@ -121,6 +122,8 @@ class TaskStep(BaseModel):
     number: int | None = None
     """Position among the task's completed steps (1-based), set when the step completes."""
     error: str | None = None
+    undo_warnings: list[str] = Field(default_factory=list)
+    """What undoing this step could not revert (side effects of its tools)."""
     attempts: int = 0
     claimed_by: str | None = None
     """Which runner is running the step (`host:pid:runner`), while it runs."""
@@ -184,6 +187,8 @@ class TaskStepOutput(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     latency_ms: float = 0.0
     error: str | None = None
+    effects: list[Effect] = Field(default_factory=list)
+    """Side effects the step's tools had (file writes, ...), reverted by undo."""
 
     def __str__(self) -> str:
         return str(self.output)

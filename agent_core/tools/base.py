@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticSerializationError, PydanticUndefined
 
+from agent_core.effects import IrreversibleEffect, StepContext, current_step, record_effect
 from agent_core.errors import ToolError
 from agent_core.llms.base import ToolSpec
 from agent_core.types import ToolOutput
@@ -189,6 +190,8 @@ class FunctionTool(BaseTool):
         except ValidationError as exc:
             return self._error(self._invalid_args_message(exc), args=raw_args, call_id=call_id)
         call_args = _jsonable_args(validated)
+        step = current_step()
+        effects_before = len(step.effects) if step else 0
         try:
             result = await self._run(validated)
         except ToolError as exc:
@@ -200,6 +203,8 @@ class FunctionTool(BaseTool):
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             content = f"Error: {self.name} raised {detail}"
             return self._error(content, args=call_args, call_id=call_id)
+        finally:
+            self._note_unjournaled_effects(step, effects_before, call_args)
         return ToolOutput(
             tool_name=self.name,
             args=call_args,
@@ -219,6 +224,14 @@ class FunctionTool(BaseTool):
             result = self._fn(*positional, **kwargs)
         # A sync wrapper around an async function hands back a coroutine still to run.
         return await result if inspect.isawaitable(result) else result
+
+    def _note_unjournaled_effects(
+        self, step: StepContext | None, effects_before: int, call_args: dict[str, Any]
+    ) -> None:
+        # A tool with side effects that journaled none of them cannot be undone: say so.
+        if self.metadata.side_effects and step and len(step.effects) == effects_before:
+            description = f"called with {json.dumps(call_args, default=str)[:200]}"
+            record_effect(IrreversibleEffect(tool=self.name, description=description))
 
     def _invalid_args_message(self, exc: ValidationError) -> str:
         problems = "\n".join(f"  - {_describe_error(error)}" for error in exc.errors())
