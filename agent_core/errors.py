@@ -87,14 +87,23 @@ class ToolError(AgentCoreError):
 
 
 class LLMError(AgentCoreError):
-    """A model call failed; `status` and `retry_after` come from the provider when known."""
+    """A model call failed; `status` and `retry_after` come from the provider when known.
+
+    `timed_out` marks a call that got no answer in time (no status); such calls are retried.
+    """
 
     def __init__(
-        self, message: str, *, status: int | None = None, retry_after: float | None = None
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        timed_out: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+        self.timed_out = timed_out
 
 
 class StoreError(AgentCoreError):
