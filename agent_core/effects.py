@@ -76,11 +76,22 @@ Effect = Annotated[FileWriteEffect | IrreversibleEffect, Field(discriminator="ki
 
 @dataclass
 class StepContext:
-    """What a tool may know about the step it runs in."""
+    """What a tool may know about the step it runs in.
+
+    A step may run a whole sub-agent (a planner's delegate step): the sub-agent's steps get
+    contexts whose `parent` is the delegate step's, so their effects are journaled on the
+    delegate step too and their tools share the outer task's workspace.
+    """
 
     task_id: str
     step_id: str
     effects: list[Effect] = field(default_factory=list)
+    parent: StepContext | None = None
+
+    @property
+    def workspace_id(self) -> str:
+        """The id of the outermost task: its workspace folder is the one tools use."""
+        return self.parent.workspace_id if self.parent else self.task_id
 
 
 _current: ContextVar[StepContext | None] = ContextVar("stepwise_step", default=None)
@@ -94,14 +105,15 @@ def current_step() -> StepContext | None:
 def record_effect(effect: Effect) -> None:
     """Record a side effect of the running step (ignored outside a step)."""
     context = _current.get()
-    if context is not None:
+    while context is not None:
         context.effects.append(effect)
+        context = context.parent
 
 
 @contextlib.contextmanager
 def step_context(task_id: str, step_id: str) -> Iterator[StepContext]:
     """Run the body as step `step_id`: tools inside it record their effects there."""
-    context = StepContext(task_id=task_id, step_id=step_id)
+    context = StepContext(task_id=task_id, step_id=step_id, parent=_current.get())
     token = _current.set(context)
     try:
         yield context
