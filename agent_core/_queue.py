@@ -17,7 +17,7 @@ from agent_core.errors import (
     StepNotFoundError,
     UserError,
 )
-from agent_core.types import StepStatus, TaskState, TaskStep, utcnow
+from agent_core.types import DONE_STATUSES, StepStatus, TaskState, TaskStep, utcnow
 
 __all__ = [
     "adopt_next_steps",
@@ -65,7 +65,7 @@ def check_runnable(state: TaskState, step: TaskStep) -> None:
     waiting = [
         dep
         for dep in step.depends_on
-        if dep in state.steps and state.steps[dep].status is not StepStatus.COMPLETED
+        if dep in state.steps and state.steps[dep].status not in DONE_STATUSES
     ]
     if waiting:
         raise NotReadyError(

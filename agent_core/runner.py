@@ -86,7 +86,8 @@ class AgentRunner:
             tasks across restarts.
         memory: The shared conversation that finalized tasks add to; loaded from the store's
             `conversation_id` when not given.
-        conversation_id: Which stored conversation this runner continues.
+        conversation_id: Which stored conversation this runner continues; None gives every
+            task a fresh start and keeps nothing after finalize.
         max_input_chars: Longest task input, step input or feedback accepted.
         delete_task_on_finish: Delete a task from the store once finalized.
     """
@@ -97,7 +98,7 @@ class AgentRunner:
         *,
         store: Store | None = None,
         memory: ChatMemoryBuffer | None = None,
-        conversation_id: str = "default",
+        conversation_id: str | None = "default",
         max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
         delete_task_on_finish: bool = False,
     ) -> None:
@@ -105,7 +106,8 @@ class AgentRunner:
         self.store: Store = store if store is not None else InMemoryStore()
         self.conversation_id = conversation_id
         if memory is None:
-            memory = ChatMemoryBuffer(messages=self.store.load_conversation(conversation_id))
+            history = self.store.load_conversation(conversation_id) if conversation_id else []
+            memory = ChatMemoryBuffer(messages=history)
         self.memory = memory
         self.max_input_chars = max_input_chars
         self.delete_task_on_finish = delete_task_on_finish
@@ -252,7 +254,8 @@ class AgentRunner:
     def reset(self) -> None:
         """Forget the shared conversation and this runner's cache (stored tasks are kept)."""
         self.memory.reset()
-        self.store.write_conversation(self.conversation_id, MemoryWrite(keep=0))
+        if self.conversation_id is not None:
+            self.store.write_conversation(self.conversation_id, MemoryWrite(keep=0))
         self.state = AgentState()
 
     # ------------------------------------------------------------------------ steps
@@ -312,6 +315,23 @@ class AgentRunner:
                     "can be edited"
                 )
             step.set_input(input)
+            self._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
+        return step
+
+    def skip_step(self, task_id: str, step_id: str) -> TaskStep:
+        """Leave an upcoming step out: it never runs, and steps depending on it may go on."""
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            self._check_active(state, "skip steps")
+            step = step_of(state, step_id)
+            if step_id not in state.queue or step.status is StepStatus.RUNNING:
+                raise UserError(
+                    f"step {step_id} is {step.status.value}; only upcoming or failed steps "
+                    "can be skipped"
+                )
+            state.queue.remove(step_id)
+            step.status = StepStatus.SKIPPED
+            step.finished_at = utcnow()
             self._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
         return step
 
@@ -679,9 +699,10 @@ class AgentRunner:
 
     def _merge_into_conversation(self, state: TaskState, **kwargs: Any) -> None:
         messages = self.agent_worker.finalize_task(state.task, **kwargs)
-        keep = len(self.memory)
-        self.store.write_conversation(self.conversation_id, MemoryWrite(keep, list(messages)))
-        self.memory.put_messages(messages)
+        if self.conversation_id is not None:
+            keep = len(self.memory)
+            self.store.write_conversation(self.conversation_id, MemoryWrite(keep, list(messages)))
+            self.memory.put_messages(messages)
         state.task.status = TaskStatus.COMPLETED
         self._commit(state, TaskChange(state=state, base_version=state.version))
 

@@ -18,6 +18,7 @@ from agent_core.llms.base import Usage
 from agent_core.memory import ChatMemoryBuffer, MemorySnapshot
 
 __all__ = [
+    "DONE_STATUSES",
     "AgentChatResponse",
     "AgentState",
     "StepInput",
@@ -66,6 +67,10 @@ class StepStatus(StrEnum):
     FAILED = "failed"
     UNDONE = "undone"
     SKIPPED = "skipped"
+
+
+DONE_STATUSES = frozenset({StepStatus.COMPLETED, StepStatus.SKIPPED})
+"""Statuses that let the steps depending on a step run."""
 
 
 class StepKind(StrEnum):
@@ -252,11 +257,9 @@ class TaskState(BaseModel):
         return self.outputs[self.completed[-1]] if self.completed else None
 
     def is_ready(self, step: TaskStep) -> bool:
-        """Whether every step `step` depends on has completed."""
+        """Whether every step `step` depends on has completed (or was skipped)."""
         return all(
-            self.steps[dep].status is StepStatus.COMPLETED
-            for dep in step.depends_on
-            if dep in self.steps
+            self.steps[dep].status in DONE_STATUSES for dep in step.depends_on if dep in self.steps
         )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agent_core import ParallelAgentRunner, StepKind, StepStatus, Task, TaskStep, TaskStepOutput
-from agent_core.errors import NotReadyError, StepError
+from agent_core.errors import NotReadyError, StepError, UserError
 from agent_core.workers import BaseAgentWorker
 
 
@@ -133,3 +133,18 @@ def test_undo_of_one_parallel_step_restores_only_its_writes():
     upcoming = agent.get_upcoming_steps(task.task_id)
     assert [s.kind for s in upcoming] == [StepKind.DELEGATE, StepKind.FINALIZE]
     assert upcoming[0].input == last.input and upcoming[0].step_id in upcoming[1].depends_on
+
+
+def test_a_skipped_step_never_runs_and_lets_its_dependents_go_on():
+    worker = FanOutWorker(width=2, delay=0.0)
+    agent = ParallelAgentRunner(worker)
+    task = agent.create_task("fan out")
+    agent.run_step(task.task_id)
+    first = agent.get_upcoming_steps(task.task_id)[0]
+    skipped = agent.skip_step(task.task_id, first.step_id)
+    assert skipped.status is StepStatus.SKIPPED
+    agent.run_steps_in_queue(task.task_id)
+    (final,) = agent.run_steps_in_queue(task.task_id)
+    assert worker.inputs == ["item 1"] and final.output == ["item 1"]
+    with pytest.raises(UserError, match="only upcoming or failed"):
+        agent.skip_step(task.task_id, first.step_id)

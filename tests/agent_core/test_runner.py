@@ -346,3 +346,12 @@ def test_runner_survives_a_cancelled_step(make_agent):
     asyncio.run(cancel_it())
     step = agent.get_upcoming_steps(task.task_id)[0]
     assert step.status is StepStatus.UPCOMING and step.claimed_by is None
+
+
+def test_without_a_conversation_tasks_share_no_history(make_agent):
+    agent, llm = make_agent([*SEED_REPLIES, answer("again")], conversation_id=None)
+    agent.chat(QUESTION)
+    assert agent.memory.get_all() == []
+    task = agent.create_task("second")
+    agent.run_step(task.task_id)
+    assert [m.content for m in llm.requests[-1][1:]] == ["second"]
