@@ -11,18 +11,12 @@ person to approve (run), edit, or reject with a message the model then reads.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from agent_core._tokens import estimate_tokens
 from agent_core.errors import LLMError, StepError, UserError
-from agent_core.events import (
-    EventSink,
-    TokenDeltaEvent,
-    ToolCallFinishedEvent,
-    ToolCallStartedEvent,
-)
+from agent_core.events import EventSink, TokenDeltaEvent
 from agent_core.llms.base import LLM, ChatMessage, ChatResponse
 from agent_core.tools.base import BaseTool
 from agent_core.types import StepKind, Task, TaskStep, TaskStepOutput, ToolOutput
@@ -32,29 +26,20 @@ from agent_core.workers._react_format import (
     parse_react_output,
     system_prompt,
 )
+from agent_core.workers._tool_steps import (
+    ToolStepCall,
+    call_tool,
+    edit_note,
+    run_tool_step_call,
+    tool_call_of,
+    tool_step_input,
+    unknown_tool_output,
+)
 from agent_core.workers.base import BaseAgentWorker
 
 __all__ = ["ReActAgentWorker"]
 
 DEFAULT_MAX_ITERATIONS = 10
-
-
-def _tool_call_of(step: TaskStep) -> tuple[str, dict[str, Any]]:
-    """The (tool, args) a tool step's input asks for; a person may have edited it."""
-    call = step.input
-    if isinstance(call, str):
-        try:
-            call = json.loads(call)
-        except ValueError:
-            call = None
-    tool = call.get("tool") if isinstance(call, dict) else None
-    args = call.get("args", {}) if isinstance(call, dict) else None
-    if not isinstance(tool, str) or not isinstance(args, dict):
-        raise UserError(
-            'a tool step\'s input must be a JSON object {"tool": <name>, "args": {...}}; '
-            f"got {step.input!r:.200}. Edit the step's input and run it again"
-        )
-    return tool, args
 
 
 class ReActAgentWorker(BaseAgentWorker):
@@ -171,14 +156,14 @@ class ReActAgentWorker(BaseAgentWorker):
             )
         tool = self.tools.get(parsed.tool)
         if tool is None:
-            known = ", ".join(self.tools) or "none"
-            error = f"Error: there is no tool named {parsed.tool!r}; the tools are: {known}."
-            call = ToolOutput(tool_name=parsed.tool, args=parsed.args, content=error, is_error=True)
-            return self._observe(step, task, response, error, calls=[call], thought=parsed.thought)
+            error = unknown_tool_output(ToolStepCall(parsed.tool, parsed.args), self.tools)
+            return self._observe(
+                step, task, response, error.content, calls=[error], thought=parsed.thought
+            )
         if self.tool_approval:
             call_step = step.get_next_step(
                 kind=StepKind.TOOL,
-                input={"tool": parsed.tool, "args": parsed.args},
+                input=tool_step_input(parsed.tool, parsed.args),
                 needs_approval=True,
             )
             return TaskStepOutput(
@@ -188,7 +173,7 @@ class ReActAgentWorker(BaseAgentWorker):
                 thought=parsed.thought,
                 usage=response.usage,
             )
-        result = await self._call(tool, parsed.args, step, emit)
+        result = await call_tool(tool, parsed.args, step_id=step.step_id, emit=emit)
         return self._observe(
             step, task, response, result.content, calls=[result], thought=parsed.thought
         )
@@ -216,29 +201,9 @@ class ReActAgentWorker(BaseAgentWorker):
     async def _run_tool_step(
         self, step: TaskStep, task: Task, emit: EventSink | None
     ) -> TaskStepOutput:
-        name, args = _tool_call_of(step)
-        assert isinstance(step.input, dict | str)
-        rejected = step.input.get("rejected") if isinstance(step.input, dict) else None
-        tool = self.tools.get(name)
-        if rejected is not None:
-            content = f"The user rejected the call of {name}: {rejected}"
-            result = ToolOutput(tool_name=name, args=args, content=content, is_error=True)
-        elif tool is None:
-            content = (
-                f"Error: there is no tool named {name!r}; the tools are: {', '.join(self.tools)}."
-            )
-            result = ToolOutput(tool_name=name, args=args, content=content, is_error=True)
-        else:
-            result = await self._call(tool, args, step, emit)
-        note = ""
-        proposed = step.proposed_input
-        if (
-            rejected is None
-            and step.edited
-            and isinstance(proposed, dict)
-            and proposed != step.input
-        ):
-            note = f"(The user changed this call to {name} with {json.dumps(args)}.) "
+        call = tool_call_of(step)
+        result = await run_tool_step_call(call, self.tools, step_id=step.step_id, emit=emit)
+        note = edit_note(step, call)
         task.memory.put(ChatMessage(role="user", content=f"Observation: {note}{result.content}"))
         return TaskStepOutput(
             output=result.content,
@@ -261,14 +226,3 @@ class ReActAgentWorker(BaseAgentWorker):
         if response is None:
             raise LLMError(f"the stream from {self.llm.model} ended without a complete reply")
         return response
-
-    @staticmethod
-    async def _call(
-        tool: BaseTool, args: dict[str, Any], step: TaskStep, emit: EventSink | None
-    ) -> ToolOutput:
-        if emit is not None:
-            emit(ToolCallStartedEvent(step_id=step.step_id, tool_name=tool.name, args=args))
-        result = await tool.acall(args)
-        if emit is not None:
-            emit(ToolCallFinishedEvent(step_id=step.step_id, output=result))
-        return result

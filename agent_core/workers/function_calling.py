@@ -1,0 +1,212 @@
+"""`FunctionCallingAgentWorker`: an agent on the model's native tool calls.
+
+A reasoning (`llm`) step sends the memory and the tools' specs to the model and records its
+reply exactly as returned. A reply without tool calls is the answer. A reply with tool calls
+fans out: each call becomes its own `tool` step (so `ParallelAgentRunner` runs them together,
+and with `tool_approval=True` a person approves, edits or rejects each one), and the next
+reasoning step waits on all of them (`depends_on`), fanning back in.
+
+A tool step puts one `tool` message, answering its call id, into memory. Providers want every
+call answered right after the assistant message that made it; tool steps commit in completion
+order and a person may add feedback while calls wait for approval, so the request puts each
+call's result back right after its call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from agent_core._tokens import estimate_tokens
+from agent_core.errors import LLMError, StepError, UserError
+from agent_core.events import EventSink, TokenDeltaEvent
+from agent_core.llms.base import LLM, ChatMessage, ChatResponse, ToolCall, ToolSpec
+from agent_core.tools.base import BaseTool
+from agent_core.types import StepKind, Task, TaskStep, TaskStepOutput
+from agent_core.workers._tool_steps import (
+    edit_note,
+    run_tool_step_call,
+    tool_call_of,
+    tool_step_input,
+)
+from agent_core.workers.base import BaseAgentWorker
+
+__all__ = ["FunctionCallingAgentWorker"]
+
+DEFAULT_MAX_ITERATIONS = 10
+
+
+class FunctionCallingAgentWorker(BaseAgentWorker):
+    """An agent over an `LLM` with native tool calling (OpenAI `tools`, Anthropic `tool_use`).
+
+    Args:
+        tools: The tools the model may call (names must be unique).
+        llm: The model.
+        tool_approval: Make every tool step wait for a person's approval.
+        max_iterations: Reasoning steps allowed before the task fails with a clear error.
+        system_prompt: A system message sent before the conversation, if given.
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[BaseTool],
+        llm: LLM,
+        *,
+        tool_approval: bool = False,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
+        system_prompt: str | None = None,
+    ) -> None:
+        if llm is None:
+            raise UserError("FunctionCallingAgentWorker needs an llm, e.g. llm=ScriptedLLM([...])")
+        self.tools = {tool.name: tool for tool in tools}
+        if len(self.tools) != len(tools):
+            names = [tool.name for tool in tools]
+            duplicates = sorted({n for n in names if names.count(n) > 1})
+            raise UserError(f"tool names must be unique; repeated: {duplicates}")
+        self.llm = llm
+        self.tool_approval = tool_approval
+        self.max_iterations = max_iterations
+        self._system = (
+            None if system_prompt is None else ChatMessage(role="system", content=system_prompt)
+        )
+        self._specs: list[ToolSpec] = [tool.metadata.to_spec() for tool in tools]
+
+    @classmethod
+    def from_tools(
+        cls,
+        tools: Sequence[BaseTool] | None = None,
+        llm: LLM | None = None,
+        *,
+        tool_approval: bool = False,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
+        system_prompt: str | None = None,
+    ) -> FunctionCallingAgentWorker:
+        """Build the worker from tools and a model, as in LlamaIndex."""
+        if llm is None:
+            raise UserError(
+                "FunctionCallingAgentWorker.from_tools needs llm=..., e.g. ScriptedLLM([...])"
+            )
+        return cls(
+            list(tools or []),
+            llm,
+            tool_approval=tool_approval,
+            max_iterations=max_iterations,
+            system_prompt=system_prompt,
+        )
+
+    def initialize_step(self, task: Task, **kwargs: Any) -> TaskStep:
+        """The first reasoning step; its input is the task's question."""
+        return TaskStep(task_id=task.task_id, input=task.input, kind=StepKind.LLM)
+
+    async def arun_step(self, step: TaskStep, task: Task, **kwargs: Any) -> TaskStepOutput:
+        """Run a reasoning step, or one tool call."""
+        emit: EventSink | None = kwargs.get("emit")
+        if step.kind is StepKind.TOOL:
+            return await self._run_tool_step(step, task, emit)
+        return await self._run_reasoning_step(step, task, emit)
+
+    def preview_messages(self, task: Task) -> list[ChatMessage]:
+        """The system prompt and the memory the next reasoning step would send."""
+        if self._system is None:
+            return _results_after_calls(task.memory.get())
+        used = estimate_tokens(self._system.content)
+        return [self._system, *_results_after_calls(task.memory.get(used))]
+
+    async def _run_reasoning_step(
+        self, step: TaskStep, task: Task, emit: EventSink | None
+    ) -> TaskStepOutput:
+        iterations = int(task.extra_state.get("iterations", 0))
+        if iterations >= self.max_iterations:
+            raise StepError(
+                f"the agent reached max_iterations={self.max_iterations} without an answer; "
+                "undo and steer it with a new input, or build the worker with a higher "
+                "max_iterations"
+            )
+        if step.input is not None:
+            if not isinstance(step.input, str):
+                raise UserError("a reasoning step's input must be text (or empty)")
+            task.memory.put(ChatMessage(role="user", content=step.input))
+        task.extra_state["iterations"] = iterations + 1
+        response = await self._chat(self.preview_messages(task), step, emit)
+        task.memory.put(response.message)
+        calls = response.tool_calls
+        if not calls:
+            return TaskStepOutput(
+                output=response.text, task_step=step, is_last=True, usage=response.usage
+            )
+        tool_steps = [
+            step.get_next_step(
+                kind=StepKind.TOOL,
+                input=tool_step_input(call.name, call.args, call.id),
+                needs_approval=self.tool_approval,
+            )
+            for call in calls
+        ]
+        # The next reasoning step follows this one and waits on every call: undoing this step
+        # drops it with the calls, and undoing one call re-points it at the call's re-run.
+        follow_up = step.get_next_step(depends_on=[s.step_id for s in tool_steps])
+        return TaskStepOutput(
+            output=response.text or _describe(calls),
+            task_step=step,
+            next_steps=[*tool_steps, follow_up],
+            thought=response.text or None,
+            usage=response.usage,
+        )
+
+    async def _run_tool_step(
+        self, step: TaskStep, task: Task, emit: EventSink | None
+    ) -> TaskStepOutput:
+        call = tool_call_of(step)
+        result = await run_tool_step_call(call, self.tools, step_id=step.step_id, emit=emit)
+        content = edit_note(step, call) + result.content
+        task.memory.put(
+            ChatMessage(role="tool", tool_call_id=call.call_id, name=call.tool, content=content)
+        )
+        return TaskStepOutput(output=content, task_step=step, tool_calls=[result])
+
+    async def _chat(
+        self, messages: list[ChatMessage], step: TaskStep, emit: EventSink | None
+    ) -> ChatResponse:
+        if emit is None:
+            return await self.llm.chat(messages, tools=self._specs)
+        response = None
+        async for event in self.llm.stream_chat(messages, tools=self._specs):
+            if event.delta:
+                emit(TokenDeltaEvent(step_id=step.step_id, delta=event.delta))
+            if event.response is not None:
+                response = event.response
+        if response is None:
+            raise LLMError(f"the stream from {self.llm.model} ended without a complete reply")
+        return response
+
+
+def _describe(calls: Sequence[ToolCall]) -> str:
+    # A reply made only of calls has no text; this is what the step shows instead.
+    return "\n".join(f"{call.name}({json.dumps(call.args)})" for call in calls)
+
+
+def _results_after_calls(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """`messages` with each tool result moved up to just after the assistant call it answers.
+
+    Only results found before the next assistant message are moved, so call ids a model reuses
+    across turns still pair with the right call.
+    """
+    ordered: list[ChatMessage] = []
+    moved: set[int] = set()
+    for index, message in enumerate(messages):
+        if index in moved:
+            continue
+        ordered.append(message)
+        if message.role != "assistant" or not message.tool_calls:
+            continue
+        waiting = [call.id for call in message.tool_calls]
+        for later in range(index + 1, len(messages)):
+            result = messages[later]
+            if result.role == "assistant":
+                break
+            if result.role == "tool" and result.tool_call_id in waiting:
+                waiting.remove(result.tool_call_id)
+                ordered.append(result)
+                moved.add(later)
+    return ordered
