@@ -90,6 +90,8 @@ class LLMError(AgentCoreError):
     """A model call failed; `status` and `retry_after` come from the provider when known.
 
     `timed_out` marks a call that got no answer in time (no status); such calls are retried.
+    `retryable` overrides the rule by status (a 429 for an exhausted quota is not worth
+    repeating).
     """
 
     def __init__(
@@ -99,11 +101,13 @@ class LLMError(AgentCoreError):
         status: int | None = None,
         retry_after: float | None = None,
         timed_out: bool = False,
+        retryable: bool | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
         self.timed_out = timed_out
+        self.retryable = retryable
 
 
 class StoreError(AgentCoreError):

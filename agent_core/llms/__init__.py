@@ -1,7 +1,13 @@
-"""LLM protocol, messages, and the models that need no provider."""
+"""LLM protocol, messages, and the models: scripted ones and the provider adapters.
+
+The provider adapters load their SDK (openai, anthropic) only when first used.
+"""
+
+from typing import TYPE_CHECKING, Any
 
 from agent_core.llms.base import (
     LLM,
+    RAW_TOOL_ARGUMENTS,
     ChatMessage,
     ChatResponse,
     ChatStreamEvent,
@@ -9,16 +15,41 @@ from agent_core.llms.base import (
     ToolSpec,
     Usage,
 )
+from agent_core.llms.pricing import ModelPrice, PriceTable
 from agent_core.llms.scripted import FunctionLLM, ScriptedLLM
+
+if TYPE_CHECKING:
+    from agent_core.llms.anthropic import AnthropicLLM
+    from agent_core.llms.openai import OPENAI_COMPATIBLE_PRESETS, OpenAILLM
 
 __all__ = [
     "LLM",
+    "OPENAI_COMPATIBLE_PRESETS",
+    "RAW_TOOL_ARGUMENTS",
+    "AnthropicLLM",
     "ChatMessage",
     "ChatResponse",
     "ChatStreamEvent",
     "FunctionLLM",
+    "ModelPrice",
+    "OpenAILLM",
+    "PriceTable",
     "ScriptedLLM",
     "ToolCall",
     "ToolSpec",
     "Usage",
 ]
+
+_LAZY = {
+    "OpenAILLM": "agent_core.llms.openai",
+    "OPENAI_COMPATIBLE_PRESETS": "agent_core.llms.openai",
+    "AnthropicLLM": "agent_core.llms.anthropic",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'agent_core.llms' has no attribute {name!r}")

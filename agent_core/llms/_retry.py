@@ -20,6 +20,8 @@ T = TypeVar("T")
 
 def is_retryable(error: LLMError) -> bool:
     """Whether repeating the call may succeed."""
+    if error.retryable is not None:
+        return error.retryable
     if error.status is None:
         return error.timed_out
     return error.status == 429 or error.status >= 500

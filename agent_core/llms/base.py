@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "LLM",
+    "RAW_TOOL_ARGUMENTS",
     "ChatMessage",
     "ChatResponse",
     "ChatStreamEvent",
@@ -22,6 +23,9 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+RAW_TOOL_ARGUMENTS = "__raw_arguments__"
+"""The args key under which an adapter keeps tool-call arguments that were not valid JSON."""
 
 
 class ToolCall(BaseModel):

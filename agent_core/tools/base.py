@@ -28,7 +28,7 @@ from pydantic_core import ErrorDetails, PydanticSerializationError, PydanticUnde
 
 from agent_core.effects import IrreversibleEffect, StepContext, current_step, record_effect
 from agent_core.errors import ToolError
-from agent_core.llms.base import ToolSpec
+from agent_core.llms.base import RAW_TOOL_ARGUMENTS, ToolSpec
 from agent_core.types import ToolOutput
 
 __all__ = ["MAX_OUTPUT_CHARS", "BaseTool", "FunctionTool", "ToolMetadata"]
@@ -185,6 +185,13 @@ class FunctionTool(BaseTool):
                 call_id=call_id,
             )
         raw_args = dict(raw)
+        if set(raw_args) == {RAW_TOOL_ARGUMENTS}:
+            return self._error(
+                f"Error: the arguments for tool `{self.name}` were not valid JSON: "
+                f"{_short_repr(raw_args[RAW_TOOL_ARGUMENTS])}. Send a JSON object. "
+                f"Expected: {self.name}{_signature(self.metadata.fn_schema)}",
+                call_id=call_id,
+            )
         try:
             validated = self.metadata.fn_schema.model_validate(raw_args)
         except ValidationError as exc:

@@ -422,3 +422,14 @@ async def test_hand_written_metadata() -> None:
         "type": "string",
         "description": "What to search for.",
     }
+
+
+async def test_arguments_that_were_not_json_say_so() -> None:
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    out = await FunctionTool.from_defaults(add).acall({"__raw_arguments__": "{a: 1,"})
+
+    assert out.is_error
+    assert "were not valid JSON: '{a: 1,'" in out.content
+    assert "Expected: add(a: int, b: int)" in out.content

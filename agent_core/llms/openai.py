@@ -1,0 +1,511 @@
+"""`OpenAILLM`: OpenAI's chat completions API, and any server that speaks it.
+
+The same adapter drives local OpenAI-compatible servers (Ollama, vLLM, llama.cpp, LM Studio)
+through `base_url`. The SDK client does no retrying of its own (`max_retries=0`): every call
+goes through `with_retries`, and every SDK exception is translated into an `LLMError` in one
+place, `_map_api_errors`, with a message that says what to do and never holds the key.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionChunk,
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageFunctionToolCallParam,
+    ChatCompletionMessageParam,
+)
+from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
+from openai.types.completion_usage import CompletionUsage
+
+from agent_core._tokens import estimate_tokens
+from agent_core.errors import LLMError, UserError
+from agent_core.llms._retry import RetryPolicy, with_retries
+from agent_core.llms.base import (
+    RAW_TOOL_ARGUMENTS,
+    ChatMessage,
+    ChatResponse,
+    ChatStreamEvent,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from agent_core.llms.pricing import PriceTable
+
+__all__ = ["OPENAI_COMPATIBLE_PRESETS", "RAW_ARGUMENTS_KEY", "OpenAILLM"]
+
+OPENAI_COMPATIBLE_PRESETS: dict[str, str] = {
+    "ollama": "http://localhost:11434/v1",
+    "vllm": "http://localhost:8000/v1",
+    "llama.cpp": "http://localhost:8080/v1",
+    "lm-studio": "http://localhost:1234/v1",
+}
+"""Base URLs of OpenAI-compatible local servers on their default ports, by preset name."""
+
+RAW_ARGUMENTS_KEY = RAW_TOOL_ARGUMENTS
+"""The `ToolCall.args` key holding tool arguments the model wrote that are not a JSON object."""
+
+_OPENAI_HOST = "api.openai.com"
+# Local servers ignore the key, but the SDK refuses to build a client without one.
+_PLACEHOLDER_KEY = "not-needed"
+_MAX_DETAIL_CHARS = 300
+
+
+class OpenAILLM:
+    """A chat model behind the OpenAI chat completions API.
+
+    Args:
+        model: The model name, e.g. "gpt-4o-mini", or a local server's model ("llama3.2").
+        api_key: The key; defaults to the `OPENAI_API_KEY` environment variable.
+        base_url: An OpenAI-compatible server's URL, or a name in `OPENAI_COMPATIBLE_PRESETS`
+            ("ollama"); defaults to `OPENAI_BASE_URL`, then OpenAI. No key is needed with it.
+        client: A ready SDK client (tests pass one with a recorded transport); when given,
+            `api_key`, `base_url` and `timeout` are not used.
+        prices: Prices for the cost of each call; models missing from it have no cost.
+        max_retries: Retries of rate-limited (429), server-error (5xx) and timed-out calls.
+        timeout: Seconds to wait for an answer.
+        temperature: Sampling temperature; the server's default when None.
+        retry_policy: Overrides `max_retries` with a full policy (delays, cap).
+
+    Raises:
+        UserError: No key, no `OPENAI_API_KEY`, no `base_url` and no `client`.
+    """
+
+    model: str
+
+    def __init__(
+        self,
+        model: str = "gpt-4o-mini",
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        prices: PriceTable | None = None,
+        max_retries: int = 3,
+        timeout: float = 60.0,
+        temperature: float | None = None,
+        retry_policy: RetryPolicy | None = None,
+    ) -> None:
+        self.model = model
+        self.temperature = temperature
+        self.prices = prices or PriceTable()
+        self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries)
+        # The key lives only inside the SDK client, so no repr, log or pickle of ours shows it.
+        self._client = client or _make_client(api_key, _resolve_base_url(base_url), timeout)
+        self.base_url = str(self._client.base_url).rstrip("/")
+
+    def __repr__(self) -> str:
+        return f"OpenAILLM(model={self.model!r}, base_url={self.base_url!r})"
+
+    async def chat(
+        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
+    ) -> ChatResponse:
+        """Send `messages` (and the tools the model may call); return the model's reply."""
+        wire_messages = [_wire_message(m) for m in messages]
+        wire_tools = [_wire_tool(t) for t in tools or ()]
+
+        async def create() -> ChatCompletion:
+            with self._errors():
+                return await self._client.chat.completions.create(
+                    model=self.model,
+                    messages=wire_messages,
+                    tools=wire_tools or openai.omit,
+                    temperature=_or_omit(self.temperature),
+                )
+
+        completion = await with_retries(create, self.retry_policy)
+        return self._response_of(completion, messages)
+
+    async def stream_chat(
+        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
+    ) -> AsyncIterator[ChatStreamEvent]:
+        """Yield the reply's text deltas; the last event carries the whole `ChatResponse`.
+
+        Only opening the stream is retried: once text has been shown, repeating the call
+        would show a different reply.
+        """
+        wire_messages = [_wire_message(m) for m in messages]
+        wire_tools = [_wire_tool(t) for t in tools or ()]
+
+        async def open_stream() -> openai.AsyncStream[ChatCompletionChunk]:
+            with self._errors():
+                return await self._client.chat.completions.create(
+                    model=self.model,
+                    messages=wire_messages,
+                    tools=wire_tools or openai.omit,
+                    temperature=_or_omit(self.temperature),
+                    stream=True,
+                    stream_options={"include_usage": True},
+                )
+
+        stream = await with_retries(open_stream, self.retry_policy)
+        reply = _StreamedReply()
+        try:
+            with self._errors():
+                async for chunk in stream:
+                    delta = reply.add(chunk)
+                    if delta:
+                        yield ChatStreamEvent(delta=delta)
+        finally:
+            await stream.close()
+        message = ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls())
+        usage = self._usage_of(reply.usage, messages, message)
+        yield ChatStreamEvent(
+            response=ChatResponse(message=message, usage=usage, model=reply.model or self.model)
+        )
+
+    def _response_of(
+        self, completion: ChatCompletion, messages: Sequence[ChatMessage]
+    ) -> ChatResponse:
+        if not completion.choices:
+            raise LLMError(
+                f"{_label(self.base_url)} answered without a reply (no choices) for model "
+                f"{self.model!r}; retry the step, or check the server's logs"
+            )
+        reply = completion.choices[0].message
+        calls = tuple(
+            ToolCall(id=call.id, name=call.function.name, args=_parse_args(call.function.arguments))
+            for call in reply.tool_calls or ()
+            if call.type == "function"
+        )
+        content = reply.content or reply.refusal or ""
+        message = ChatMessage(role="assistant", content=content, tool_calls=calls)
+        usage = self._usage_of(completion.usage, messages, message)
+        return ChatResponse(message=message, usage=usage, model=completion.model or self.model)
+
+    def _usage_of(
+        self,
+        reported: CompletionUsage | None,
+        messages: Sequence[ChatMessage],
+        reply: ChatMessage,
+    ) -> Usage:
+        if reported is not None:
+            usage = Usage(
+                prompt_tokens=reported.prompt_tokens,
+                completion_tokens=reported.completion_tokens,
+            )
+        else:  # Some compatible servers report no usage; an estimate beats showing zero.
+            usage = Usage(
+                prompt_tokens=estimate_tokens("".join(_text_of(m) for m in messages)),
+                completion_tokens=estimate_tokens(_text_of(reply)),
+            )
+        return self.prices.with_cost(self.model, usage)
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        secret = self._client.api_key if isinstance(self._client.api_key, str) else None
+        with _map_api_errors(
+            model=self.model,
+            base_url=self.base_url,
+            timeout=_timeout_of(self._client),
+            secret=secret,
+        ):
+            yield
+
+
+# --- the client -----------------------------------------------------------------------------
+
+
+def _resolve_base_url(base_url: str | None) -> str | None:
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    return OPENAI_COMPATIBLE_PRESETS.get(url, url) if url else None
+
+
+def _make_client(api_key: str | None, base_url: str | None, timeout: float) -> openai.AsyncOpenAI:
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    if not key:
+        if base_url is None:
+            raise UserError(
+                "OpenAILLM has no API key: set the OPENAI_API_KEY environment variable or pass "
+                "api_key=...; for a local OpenAI-compatible server (Ollama, vLLM, llama.cpp, "
+                'LM Studio) pass base_url=... instead, e.g. base_url="ollama"'
+            )
+        key = _PLACEHOLDER_KEY
+    return openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
+
+
+def _timeout_of(client: openai.AsyncOpenAI) -> float | None:
+    timeout = client.timeout
+    return float(timeout) if isinstance(timeout, int | float) else None
+
+
+def _or_omit(value: float | None) -> float | openai.Omit:
+    return openai.omit if value is None else value
+
+
+# --- messages and tools on the wire ---------------------------------------------------------
+
+
+def _wire_message(message: ChatMessage) -> ChatCompletionMessageParam:
+    if message.role == "tool":
+        if message.tool_call_id is None:
+            # The API rejects a tool result that answers no call; as user text the model
+            # still sees it.
+            label = f"Result of tool {message.name}" if message.name else "Tool result"
+            return {"role": "user", "content": f"{label}:\n{message.content}"}
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if message.role == "assistant":
+        return _wire_assistant(message)
+    if message.role == "system":
+        if message.name:
+            return {"role": "system", "content": message.content, "name": message.name}
+        return {"role": "system", "content": message.content}
+    if message.name:
+        return {"role": "user", "content": message.content, "name": message.name}
+    return {"role": "user", "content": message.content}
+
+
+def _wire_assistant(message: ChatMessage) -> ChatCompletionMessageParam:
+    if not message.tool_calls:
+        return {"role": "assistant", "content": message.content}
+    calls: list[ChatCompletionMessageFunctionToolCallParam] = [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": _dump_args(call.args)},
+        }
+        for call in message.tool_calls
+    ]
+    # The API itself answers tool calls with content null; send the same shape back.
+    return {"role": "assistant", "content": message.content or None, "tool_calls": calls}
+
+
+def _wire_tool(spec: ToolSpec) -> ChatCompletionFunctionToolParam:
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+        },
+    }
+
+
+def _dump_args(args: Mapping[str, Any]) -> str:
+    raw = args.get(RAW_ARGUMENTS_KEY)
+    if len(args) == 1 and isinstance(raw, str):
+        return raw  # Show the model exactly what it wrote, so it can see its mistake.
+    return json.dumps(args, ensure_ascii=False)
+
+
+def _parse_args(text: str) -> dict[str, Any]:
+    """Arguments as a dict; text that is not a JSON object is kept raw for the tool to refuse."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {RAW_ARGUMENTS_KEY: text}
+    return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: text}
+
+
+def _text_of(message: ChatMessage) -> str:
+    return message.content + "".join(_dump_args(c.args) for c in message.tool_calls)
+
+
+# --- streaming ------------------------------------------------------------------------------
+
+
+@dataclass
+class _PartialCall:
+    index: int
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class _StreamedReply:
+    """Accumulates a streamed reply: text, tool calls by index, usage and model name."""
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._calls: list[_PartialCall] = []
+        self.usage: CompletionUsage | None = None
+        self.model: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The text streamed so far."""
+        return "".join(self._text)
+
+    def add(self, chunk: ChatCompletionChunk) -> str:
+        """Take in one chunk; return its text delta."""
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        delta_text = ""
+        for choice in chunk.choices:
+            if choice.index != 0:  # Only one reply is asked for (n=1).
+                continue
+            delta_text += (choice.delta.content or "") + (choice.delta.refusal or "")
+            for call in choice.delta.tool_calls or ():
+                self._add_call(call)
+        self._text.append(delta_text)
+        return delta_text
+
+    def _add_call(self, delta: ChoiceDeltaToolCall) -> None:
+        index = delta.index if delta.index is not None else len(self._calls)
+        slot = next((c for c in reversed(self._calls) if c.index == index), None)
+        # Some compatible servers send every parallel call at index 0, told apart by id.
+        if slot is None or (delta.id and slot.id and delta.id != slot.id):
+            slot = _PartialCall(index=index)
+            self._calls.append(slot)
+        slot.id = delta.id or slot.id
+        if delta.function is not None:
+            slot.name = slot.name or delta.function.name or ""
+            slot.arguments.append(delta.function.arguments or "")
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The complete tool calls, in the order they started."""
+        return tuple(
+            ToolCall(
+                id=call.id or f"call_{position}",
+                name=call.name,
+                args=_parse_args("".join(call.arguments)),
+            )
+            for position, call in enumerate(self._calls)
+        )
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+
+def _label(base_url: str) -> str:
+    return "OpenAI" if _OPENAI_HOST in base_url else f"the server at {base_url}"
+
+
+@contextmanager
+def _map_api_errors(
+    *, model: str, base_url: str, timeout: float | None, secret: str | None
+) -> Iterator[None]:
+    """Translate every SDK exception raised inside into an `LLMError` a person can act on."""
+    try:
+        yield
+    except openai.APIStatusError as err:
+        raise _status_error(err, model=model, base_url=base_url, secret=secret) from None
+    except openai.APITimeoutError:
+        waited = f" within {timeout:g}s" if timeout is not None else " in time"
+        raise LLMError(
+            f"{_label(base_url)} did not answer{waited} (model {model!r}); retry the step, or "
+            "use a larger timeout for slow models",
+            timed_out=True,
+        ) from None
+    except openai.APIConnectionError as err:
+        cause = _redact(str(err.__cause__ or err), secret)
+        raise LLMError(
+            f"could not reach the server at {base_url} ({cause}); check that it is running, "
+            "that the base URL is right, and your network connection"
+        ) from None
+    except openai.OpenAIError as err:
+        detail = _redact(_detail_of(err), secret)
+        raise LLMError(
+            f"{_label(base_url)} failed (model {model!r}): {detail}; retry the step, or check "
+            "the server's logs"
+        ) from None
+
+
+def _status_error(
+    err: openai.APIStatusError, *, model: str, base_url: str, secret: str | None
+) -> LLMError:
+    status = err.status_code
+    retry_after = _retry_after(err.response.headers) if status == 429 or status >= 500 else None
+    detail = _redact(_detail_of(err), secret)
+    message = _status_message(
+        status, code=err.code, detail=detail, model=model, where=_label(base_url)
+    )
+    if retry_after is not None:
+        message += f" (the server asked to wait {retry_after:g}s)"
+    out_of_quota = status == 429 and err.code == "insufficient_quota"
+    return LLMError(
+        message,
+        status=status,
+        retry_after=retry_after,
+        retryable=False if out_of_quota else None,
+    )
+
+
+def _status_message(status: int, *, code: str | None, detail: str, model: str, where: str) -> str:
+    if status == 401:
+        return f"{where} rejected the API key (401); check OPENAI_API_KEY or the key in Settings"
+    if status == 403:
+        return (
+            f"{where} refused access to model {model!r} (403): {detail}; check that your key's "
+            "project or organisation may use this model"
+        )
+    if status == 404:
+        return (
+            f"model {model!r} was not found at {where} (404): {detail}; check the model name "
+            "(e.g. gpt-4o-mini) or, on a local server, that the model is pulled and loaded"
+        )
+    if status == 429 and code == "insufficient_quota":
+        return f"{where} says the account is out of quota (429): {detail}; check your billing"
+    if status == 429:
+        return (
+            f"{where} rate-limited the call to {model!r} (429): {detail}; wait a moment and run "
+            "the step again, or run fewer calls at once"
+        )
+    if status == 400 and code == "context_length_exceeded":
+        return (
+            f"the conversation is too long for {model!r}'s context window (400 "
+            f"context_length_exceeded): {detail}; run fewer steps in this task, or lower the "
+            "memory token limit so less history is sent"
+        )
+    if status >= 500:
+        return (
+            f"{where} had a server error ({status}): {detail}; this is usually temporary, "
+            "run the step again in a moment"
+        )
+    return (
+        f"{where} refused the request ({status}): {detail}; fix the request and run the step again"
+    )
+
+
+def _detail_of(err: openai.OpenAIError) -> str:
+    body = getattr(err, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        detail = body["message"]
+    elif isinstance(body, str) and body.strip():
+        detail = body
+    else:
+        detail = getattr(err, "message", None) or str(err)
+    detail = " ".join(detail.split())
+    return detail if len(detail) <= _MAX_DETAIL_CHARS else detail[:_MAX_DETAIL_CHARS] + "..."
+
+
+def _redact(text: str, secret: str | None) -> str:
+    # Belt and braces: a compatible server could echo the key back in its error text.
+    if secret and secret != _PLACEHOLDER_KEY and len(secret) >= 4:
+        return text.replace(secret, "[redacted]")
+    return text
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asked to wait: `retry-after-ms`, or `retry-after` (seconds or date)."""
+    try:
+        milliseconds = headers.get("retry-after-ms")
+        if milliseconds:
+            return max(0.0, float(milliseconds) / 1000)
+    except ValueError:
+        pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
