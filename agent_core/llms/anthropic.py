@@ -1,0 +1,494 @@
+"""`AnthropicLLM`: Claude through Anthropic's Messages API (the `anthropic` SDK 2.x).
+
+System messages become the top-level `system` prompt; tool calls and results become
+`tool_use` / `tool_result` content blocks, and consecutive turns of one role are merged, since
+the API wants user and assistant turns to alternate. The SDK client does no retrying of its
+own (`max_retries=0`): every call goes through `with_retries`, and every SDK exception is
+translated into an `LLMError` in one place, `_map_api_errors`, with a message that says what
+to do and never holds the key.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import anthropic
+from anthropic.types import (
+    InputJSONDelta,
+    Message,
+    MessageParam,
+    RawContentBlockDeltaEvent,
+    RawContentBlockStartEvent,
+    RawContentBlockStopEvent,
+    RawMessageDeltaEvent,
+    RawMessageStartEvent,
+    RawMessageStreamEvent,
+    TextBlock,
+    TextDelta,
+    ToolParam,
+    ToolUseBlock,
+)
+
+from agent_core.errors import LLMError, UserError
+from agent_core.llms._retry import RetryPolicy, with_retries
+from agent_core.llms.base import (
+    ChatMessage,
+    ChatResponse,
+    ChatStreamEvent,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from agent_core.llms.pricing import PriceTable
+
+__all__ = ["DEFAULT_ANTHROPIC_MODEL", "RAW_ARGUMENTS_KEY", "AnthropicLLM"]
+
+DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-5"
+
+RAW_ARGUMENTS_KEY = "__raw_arguments__"
+"""The `ToolCall.args` key holding tool input the model wrote that is not a JSON object."""
+
+_MAX_DETAIL_CHARS = 300
+
+# A stream that fails after it started sends an `error` event on an HTTP 200 response; its
+# error type tells what the status would have been.
+_STATUS_OF_ERROR_TYPE = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+
+
+class AnthropicLLM:
+    """A Claude model behind Anthropic's Messages API.
+
+    Args:
+        model: The model name, e.g. "claude-sonnet-5".
+        api_key: The key; defaults to the `ANTHROPIC_API_KEY` environment variable.
+        base_url: Another Anthropic-compatible endpoint (a proxy or gateway).
+        client: A ready SDK client (tests pass one with a recorded transport); when given,
+            `api_key`, `base_url` and `timeout` are not used.
+        prices: Prices for the cost of each call; models missing from it have no cost.
+        max_retries: Retries of rate-limited (429), overloaded (529), server-error (5xx) and
+            timed-out calls.
+        timeout: Seconds to wait for an answer.
+        max_tokens: The most tokens one reply may have (the API requires a limit).
+        temperature: Sent only when set. Anthropic's API version of SDK 2.x (2026-10-21)
+            rejects sampling parameters, so set it only for a gateway that accepts it.
+        retry_policy: Overrides `max_retries` with a full policy (delays, cap).
+
+    Raises:
+        UserError: No key, no `ANTHROPIC_API_KEY` and no `client`.
+    """
+
+    model: str
+
+    def __init__(
+        self,
+        model: str = DEFAULT_ANTHROPIC_MODEL,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        client: anthropic.AsyncAnthropic | None = None,
+        prices: PriceTable | None = None,
+        max_retries: int = 3,
+        timeout: float = 60.0,
+        max_tokens: int = 4096,
+        temperature: float | None = None,
+        retry_policy: RetryPolicy | None = None,
+    ) -> None:
+        self.model = model
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.prices = prices or PriceTable()
+        self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries)
+        # The key lives only inside the SDK client, so no repr, log or pickle of ours shows it.
+        # A client handed in keeps its settings, but its own retries would multiply ours.
+        if client is not None:
+            self._client = client.with_options(max_retries=0)
+        else:
+            self._client = _make_client(api_key, base_url, timeout)
+        self.base_url = str(self._client.base_url).rstrip("/")
+
+    def __repr__(self) -> str:
+        return f"AnthropicLLM(model={self.model!r}, base_url={self.base_url!r})"
+
+    async def chat(
+        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
+    ) -> ChatResponse:
+        """Send `messages` (and the tools the model may call); return the model's reply."""
+        system, wire_messages = _wire_messages(messages)
+        wire_tools = [_wire_tool(t) for t in tools or ()]
+
+        async def create() -> Message:
+            with self._map_api_errors():
+                return await self._client.messages.create(
+                    model=self.model,
+                    max_tokens=self.max_tokens,
+                    messages=wire_messages,
+                    system=system or anthropic.omit,
+                    tools=wire_tools or anthropic.omit,
+                    extra_body=self._extra_body(),
+                )
+
+        reply = await with_retries(create, self.retry_policy)
+        return self._response_of(reply)
+
+    async def stream_chat(
+        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
+    ) -> AsyncIterator[ChatStreamEvent]:
+        """Yield the reply's text deltas; the last event carries the whole `ChatResponse`.
+
+        Only opening the stream is retried: once text has been shown, repeating the call
+        would show a different reply.
+        """
+        system, wire_messages = _wire_messages(messages)
+        wire_tools = [_wire_tool(t) for t in tools or ()]
+
+        async def open_stream() -> anthropic.AsyncStream[RawMessageStreamEvent]:
+            with self._map_api_errors():
+                return await self._client.messages.create(
+                    model=self.model,
+                    max_tokens=self.max_tokens,
+                    messages=wire_messages,
+                    system=system or anthropic.omit,
+                    tools=wire_tools or anthropic.omit,
+                    extra_body=self._extra_body(),
+                    stream=True,
+                )
+
+        stream = await with_retries(open_stream, self.retry_policy)
+        reply = _StreamedReply()
+        try:
+            with self._map_api_errors():
+                async for event in stream:
+                    delta = reply.add(event)
+                    if delta:
+                        yield ChatStreamEvent(delta=delta)
+        finally:
+            await stream.close()  # Also when the consumer stops early: frees the connection.
+        message = ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls())
+        usage = self._usage(reply.prompt_tokens, reply.completion_tokens)
+        yield ChatStreamEvent(
+            response=ChatResponse(message=message, usage=usage, model=reply.model or self.model)
+        )
+
+    def _extra_body(self) -> dict[str, Any] | None:
+        # SDK 2.x has no sampling parameters; a gateway that accepts one still gets it.
+        return None if self.temperature is None else {"temperature": self.temperature}
+
+    def _response_of(self, reply: Message) -> ChatResponse:
+        text = "".join(block.text for block in reply.content if isinstance(block, TextBlock))
+        calls = tuple(
+            ToolCall(id=block.id, name=block.name, args=dict(block.input))
+            for block in reply.content
+            if isinstance(block, ToolUseBlock)
+        )
+        message = ChatMessage(role="assistant", content=text, tool_calls=calls)
+        usage = self._usage(reply.usage.input_tokens, reply.usage.output_tokens)
+        return ChatResponse(message=message, usage=usage, model=reply.model or self.model)
+
+    def _usage(self, prompt_tokens: int, completion_tokens: int) -> Usage:
+        usage = Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        return self.prices.with_cost(self.model, usage)
+
+    @contextmanager
+    def _map_api_errors(self) -> Iterator[None]:
+        with _map_api_errors(model=self.model, base_url=self.base_url, secret=self._client.api_key):
+            yield
+
+
+# --- the client -----------------------------------------------------------------------------
+
+
+def _make_client(
+    api_key: str | None, base_url: str | None, timeout: float
+) -> anthropic.AsyncAnthropic:
+    key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+    if not key:
+        raise UserError(
+            "AnthropicLLM has no API key: set the ANTHROPIC_API_KEY environment variable or "
+            "pass api_key=... (in the app: enter the key in Settings)"
+        )
+    return anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
+
+
+# --- messages and tools on the wire ---------------------------------------------------------
+
+
+def _wire_messages(messages: Sequence[ChatMessage]) -> tuple[str, list[MessageParam]]:
+    """The top-level system prompt, and the turns with one role merged into one turn."""
+    system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
+    turns: list[tuple[str, list[dict[str, Any]]]] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        role, blocks = _blocks_of(message)
+        if not blocks:  # The API rejects empty content; an empty message says nothing anyway.
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, blocks))
+    return system, [_wire_turn(role, blocks) for role, blocks in turns]
+
+
+def _blocks_of(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
+    if message.role == "tool":
+        result = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id or "",
+            "content": message.content,
+        }
+        return "user", [result]
+    blocks: list[dict[str, Any]] = []
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    if message.role == "assistant":
+        blocks.extend(
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": call.args}
+            for call in message.tool_calls
+        )
+    return message.role, blocks
+
+
+def _wire_turn(role: str, blocks: list[dict[str, Any]]) -> MessageParam:
+    content: str | list[dict[str, Any]]
+    if len(blocks) == 1 and blocks[0]["type"] == "text":
+        content = blocks[0]["text"]
+    else:
+        # The API wants a user turn's tool results before any text in it.
+        content = sorted(blocks, key=lambda block: block["type"] != "tool_result")
+    # Plain JSON in the wire shape; the SDK's TypedDicts add nothing the tests do not check.
+    return cast(MessageParam, {"role": role, "content": content})
+
+
+def _wire_tool(spec: ToolSpec) -> ToolParam:
+    return {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
+
+
+def _parse_args(text: str) -> dict[str, Any]:
+    """Tool input as a dict; text that is not a JSON object is kept raw for the tool to refuse."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {RAW_ARGUMENTS_KEY: text}
+    return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: text}
+
+
+# --- streaming ------------------------------------------------------------------------------
+
+
+@dataclass
+class _PartialToolUse:
+    id: str
+    name: str
+    start_input: dict[str, Any]
+    json_parts: list[str] = field(default_factory=list)
+
+    def to_call(self) -> ToolCall:
+        # Input arrives as JSON fragments; a block without fragments carries it whole.
+        args = _parse_args("".join(self.json_parts)) if self.json_parts else self.start_input
+        return ToolCall(id=self.id, name=self.name, args=args)
+
+
+class _StreamedReply:
+    """Accumulates a streamed reply: text, tool_use blocks by index, usage and model name."""
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._open: dict[int, _PartialToolUse] = {}
+        self._calls: list[ToolCall] = []
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.model: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The text streamed so far."""
+        return "".join(self._text)
+
+    def add(self, event: RawMessageStreamEvent) -> str:
+        """Take in one event; return its text delta."""
+        if isinstance(event, RawMessageStartEvent):
+            self.model = event.message.model
+            self.prompt_tokens = event.message.usage.input_tokens
+            self.completion_tokens = event.message.usage.output_tokens
+        elif isinstance(event, RawContentBlockStartEvent):
+            return self._start(event)
+        elif isinstance(event, RawContentBlockDeltaEvent):
+            return self._delta(event)
+        elif isinstance(event, RawContentBlockStopEvent) and event.index in self._open:
+            self._calls.append(self._open.pop(event.index).to_call())
+        elif isinstance(event, RawMessageDeltaEvent):
+            # Counts in `message_delta` are cumulative: they replace, not add.
+            self.completion_tokens = event.usage.output_tokens
+            if event.usage.input_tokens is not None:
+                self.prompt_tokens = event.usage.input_tokens
+        return ""
+
+    def _start(self, event: RawContentBlockStartEvent) -> str:
+        block = event.content_block
+        if isinstance(block, ToolUseBlock):
+            self._open[event.index] = _PartialToolUse(block.id, block.name, dict(block.input))
+        elif isinstance(block, TextBlock) and block.text:
+            self._text.append(block.text)
+            return block.text
+        return ""
+
+    def _delta(self, event: RawContentBlockDeltaEvent) -> str:
+        delta = event.delta
+        if isinstance(delta, TextDelta):
+            self._text.append(delta.text)
+            return delta.text
+        if isinstance(delta, InputJSONDelta) and event.index in self._open:
+            self._open[event.index].json_parts.append(delta.partial_json)
+        return ""
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The complete tool calls in the order they ended, then any the stream left open."""
+        unfinished = [self._open[index].to_call() for index in sorted(self._open)]
+        return (*self._calls, *unfinished)
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def _map_api_errors(*, model: str, base_url: str, secret: str | None) -> Iterator[None]:
+    """Translate every SDK exception raised inside into an `LLMError` a person can act on."""
+    try:
+        yield
+    except anthropic.APIStatusError as err:
+        raise _status_error(err, model=model, secret=secret) from None
+    except anthropic.APITimeoutError:
+        raise LLMError(
+            f"Anthropic did not answer in time (model {model!r}); run the step again, or build "
+            "AnthropicLLM with a larger timeout= (or a lower max_tokens=) for long replies",
+            timed_out=True,
+        ) from None
+    except anthropic.APIConnectionError as err:
+        cause = _redact(str(err.__cause__ or err), secret)
+        raise LLMError(
+            f"could not connect to Anthropic at {base_url} ({cause}); check your network "
+            "connection and the base URL, then run the step again"
+        ) from None
+    except anthropic.AnthropicError as err:
+        detail = _redact(_shorten(str(err)), secret)
+        raise LLMError(
+            f"the call to Anthropic failed (model {model!r}): {detail}; run the step again"
+        ) from None
+
+
+def _status_error(err: anthropic.APIStatusError, *, model: str, secret: str | None) -> LLMError:
+    status = err.status_code
+    if status < 400:
+        status = _STATUS_OF_ERROR_TYPE.get(str(err.type), 500)
+    retry_after = _retry_after(err.response.headers) if status == 429 or status >= 500 else None
+    detail = _redact(_shorten(err.api_message or err.message), secret)
+    message = _status_message(status, detail=detail, model=model)
+    if retry_after is not None:
+        message += f" (Anthropic asked to wait {retry_after:g}s)"
+    return LLMError(message, status=status, retry_after=retry_after)
+
+
+def _status_message(status: int, *, detail: str, model: str) -> str:
+    if status == 401:
+        return (
+            f"Anthropic rejected the API key (401: {detail}); set a valid ANTHROPIC_API_KEY or "
+            "enter the key in Settings"
+        )
+    if status == 403:
+        return (
+            f"Anthropic refused access to model {model!r} (403: {detail}); check that your "
+            "key's workspace may use this model, or pick another model in Settings"
+        )
+    if status == 404:
+        return (
+            f"Anthropic has no model {model!r} (404: {detail}); check the model name (e.g. "
+            f"claude-sonnet-5) in Settings, or the base URL if you set one"
+        )
+    if status == 429:
+        return (
+            f"Anthropic rate-limited the call to {model!r} (429: {detail}); wait a moment and "
+            "run the step again, or run fewer steps at once"
+        )
+    if status == 529:
+        return (
+            f"Anthropic is overloaded (529: {detail}); this is temporary, run the step again "
+            "in a moment"
+        )
+    if status in (400, 413):
+        return _invalid_request_message(status, detail=detail, model=model)
+    if status >= 500:
+        return (
+            f"Anthropic had a server error ({status}: {detail}); this is usually temporary, "
+            "run the step again in a moment"
+        )
+    return f"Anthropic refused the request ({status}: {detail}); fix it and run the step again"
+
+
+def _invalid_request_message(status: int, *, detail: str, model: str) -> str:
+    lowered = detail.lower()
+    too_long = "prompt is too long" in lowered or ("exceed" in lowered and "context" in lowered)
+    if status == 413 or too_long:
+        return (
+            f"the conversation is too long for {model!r}'s context window ({status}: {detail}); "
+            "run fewer steps in this task (undo some, or start a new task), or lower the memory "
+            "token limit so less history is sent"
+        )
+    hint = ""
+    if "temperature" in lowered:
+        hint = " (this API version takes no temperature: build AnthropicLLM without one)"
+    return (
+        f"Anthropic rejected the request as invalid (400: {detail}){hint}; edit the step's "
+        "input or the model settings and run the step again"
+    )
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_DETAIL_CHARS else text[:_MAX_DETAIL_CHARS] + "..."
+
+
+def _redact(text: str, secret: str | None) -> str:
+    # Belt and braces: a gateway could echo the key back in its error text.
+    if secret and len(secret) >= 4:
+        return text.replace(secret, "[redacted]")
+    return text
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asked to wait: `retry-after-ms`, or `retry-after` (seconds or date)."""
+    try:
+        milliseconds = headers.get("retry-after-ms")
+        if milliseconds:
+            return max(0.0, float(milliseconds) / 1000)
+    except ValueError:
+        pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
