@@ -10,6 +10,7 @@ refuse to run inside a live loop (use the `a`-prefixed twin there).
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import time
@@ -90,6 +91,8 @@ class AgentRunner:
             task a fresh start and keeps nothing after finalize.
         max_input_chars: Longest task input, step input or feedback accepted.
         delete_task_on_finish: Delete a task from the store once finalized.
+        spec: The serialised `AgentSpec` this runner was built from; every task records it,
+            so a restarted app can rebuild the worker for an active task.
     """
 
     def __init__(
@@ -101,6 +104,7 @@ class AgentRunner:
         conversation_id: str | None = "default",
         max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
         delete_task_on_finish: bool = False,
+        spec: dict[str, Any] | None = None,
     ) -> None:
         self.agent_worker = agent_worker
         self.store: Store = store if store is not None else InMemoryStore()
@@ -111,6 +115,7 @@ class AgentRunner:
         self.memory = memory
         self.max_input_chars = max_input_chars
         self.delete_task_on_finish = delete_task_on_finish
+        self.spec = spec
         self.state = AgentState()
         self._owner = new_claim_owner()
         self._locks: dict[str, threading.RLock] = {}
@@ -204,7 +209,7 @@ class AgentRunner:
             ),
             history_length=len(self.memory),
             extra_state=kwargs.pop("extra_state", None) or {},
-            spec=kwargs.pop("spec", None),
+            spec=kwargs.pop("spec", self.spec),
         )
         step = self.agent_worker.initialize_step(task, **kwargs)
         state = TaskState(task=task, steps={step.step_id: step}, queue=[step.step_id])
@@ -442,13 +447,14 @@ class AgentRunner:
             message = str(exc)
         else:
             message = f"{type(exc).__name__}: {exc}"
-        error_type = type(exc) if isinstance(exc, StepError) else StepError
-        error = error_type(
+        text = (
             f"step {step.step_id} of task {short_id(state.task_id)} failed: {message}. "
-            "Nothing completed was lost; edit the step's input and run it again, or undo_step()",
-            task_id=state.task_id,
-            step_id=step.step_id,
+            "Nothing completed was lost; edit the step's input and run it again, or undo_step()"
         )
+        # A worker's own StepError (a PlanError with its raw text...) keeps its type and fields.
+        error = copy.copy(exc) if isinstance(exc, StepError) else StepError(text)
+        error.args = (text,)
+        error.task_id, error.step_id = state.task_id, step.step_id
         with self._lock(state.task_id):
             if state.task_id not in self.state.task_dict:  # Commit refused; reload first.
                 state = self._task_state(state.task_id)
