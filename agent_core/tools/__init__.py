@@ -1,5 +1,18 @@
-"""Tools an agent can call: their metadata, the base class, and tools built from functions."""
+"""Tools: `FunctionTool` for any Python function, and the built-in sandboxed tools."""
 
 from agent_core.tools.base import BaseTool, FunctionTool, ToolMetadata
+from agent_core.tools.calculator import calculate, calculator_tool
+from agent_core.tools.files import file_tools
+from agent_core.tools.python import python_tool
+from agent_core.tools.workspace import Workspace
 
-__all__ = ["BaseTool", "FunctionTool", "ToolMetadata"]
+__all__ = [
+    "BaseTool",
+    "FunctionTool",
+    "ToolMetadata",
+    "Workspace",
+    "calculate",
+    "calculator_tool",
+    "file_tools",
+    "python_tool",
+]
