@@ -3,6 +3,7 @@
 from agent_core.tools.base import BaseTool, FunctionTool, ToolMetadata
 from agent_core.tools.calculator import calculate, calculator_tool
 from agent_core.tools.files import file_tools
+from agent_core.tools.image import image_tool
 from agent_core.tools.python import python_tool
 from agent_core.tools.workspace import Workspace
 
@@ -14,5 +15,6 @@ __all__ = [
     "calculate",
     "calculator_tool",
     "file_tools",
+    "image_tool",
     "python_tool",
 ]

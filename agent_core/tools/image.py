@@ -1,0 +1,131 @@
+"""The image tool: OpenAI Images when configured, otherwise an SVG the chat model draws.
+
+Either way the picture is saved in the task's workspace (journaled, so undo removes it). An
+SVG from a model is untrusted markup: scripts, event handlers, foreign objects and
+`javascript:` links are removed before it is saved, so the app can show it safely.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from agent_core.effects import FileWriteEffect, record_effect
+from agent_core.errors import ToolError, UserError
+from agent_core.llms.base import LLM, ChatMessage
+from agent_core.tools.base import FunctionTool
+from agent_core.tools.workspace import Workspace
+
+__all__ = ["DEFAULT_IMAGE_MODEL", "image_tool", "sanitize_svg"]
+
+DEFAULT_IMAGE_MODEL = "gpt-image-1"
+MAX_SVG_CHARS = 200_000
+_SVG = re.compile(r"<svg\b.*?</svg\s*>", re.DOTALL | re.IGNORECASE)
+_SVG_NS = "http://www.w3.org/2000/svg"
+_UNSAFE_TAGS = {"script", "foreignobject", "iframe", "object", "embed"}
+
+DRAW_PROMPT = (
+    "You draw pictures as SVG. Reply with one complete <svg> document only: a viewBox, "
+    "simple shapes and colours, no scripts, no external images or fonts."
+)
+
+
+def _local(name: str) -> str:
+    return name.rsplit("}", 1)[-1].lower()
+
+
+def _is_unsafe_attribute(name: str, value: str) -> bool:
+    local = _local(name)
+    if local.startswith("on"):
+        return True
+    return local == "href" and not value.strip().startswith("#")
+
+
+def sanitize_svg(text: str) -> str:
+    """The first `<svg>` document in `text`, with anything that could run or load removed."""
+    match = _SVG.search(text)
+    if match is None or len(match.group(0)) > MAX_SVG_CHARS:
+        raise ToolError("the model's reply holds no <svg> document (of at most 200,000 chars)")
+    ET.register_namespace("", _SVG_NS)
+    try:
+        root = ET.fromstring(match.group(0))
+    except ET.ParseError as exc:
+        raise ToolError(f"the model's SVG is not well-formed XML ({exc}); ask again") from exc
+    for parent in root.iter():
+        for child in list(parent):
+            if _local(child.tag) in _UNSAFE_TAGS:
+                parent.remove(child)
+        for name, value in list(parent.attrib.items()):
+            if _is_unsafe_attribute(name, value):
+                del parent.attrib[name]
+    return ET.tostring(root, encoding="unicode")
+
+
+async def _draw_svg(llm: LLM, description: str) -> bytes:
+    reply = await llm.chat(
+        [
+            ChatMessage(role="system", content=DRAW_PROMPT),
+            ChatMessage(role="user", content=description),
+        ]
+    )
+    return sanitize_svg(reply.text).encode()
+
+
+async def _generate_png(client: Any, model: str, description: str) -> bytes:
+    result = await client.images.generate(model=model, prompt=description, n=1, size="1024x1024")
+    encoded = result.data[0].b64_json if result.data else None
+    if not encoded:
+        raise ToolError(f"the images API returned no picture for {model!r}")
+    return base64.b64decode(encoded)
+
+
+def _as_svg(path: str) -> str:
+    stem, dot, suffix = path.rpartition(".")
+    if dot and "/" not in suffix:
+        return path if suffix.lower() == "svg" else f"{stem}.svg"
+    return f"{path}.svg"
+
+
+def image_tool(
+    workspace: Workspace,
+    *,
+    llm: LLM | None = None,
+    openai_client: Any | None = None,
+    image_model: str = DEFAULT_IMAGE_MODEL,
+) -> FunctionTool:
+    """A `make_image` tool that saves a picture in the task's workspace.
+
+    Args:
+        workspace: Where the task's files live.
+        llm: The chat model that draws SVG when no images client is configured.
+        openai_client: An `openai.AsyncOpenAI` client; when given, PNGs come from OpenAI
+            Images (`image_model`).
+        image_model: The OpenAI Images model.
+    """
+    if llm is None and openai_client is None:
+        raise UserError("image_tool needs an llm (to draw SVG) or an openai_client (for PNG)")
+
+    async def make_image(description: str, path: str = "image.svg") -> str:
+        """Draw a picture of `description` and save it in the workspace.
+
+        Args:
+            description: What the picture shows.
+            path: Where to save it, relative to the workspace; .png uses OpenAI Images when
+                configured, anything else is an SVG drawing.
+        """
+        if openai_client is not None and path.lower().endswith(".png"):
+            target = workspace.resolve(path)
+            data = await _generate_png(openai_client, image_model, description)
+        elif llm is not None:
+            target = workspace.resolve(_as_svg(path))
+            data = await _draw_svg(llm, description)
+        else:
+            raise ToolError("only PNG images can be made here: give a path ending in .png")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        record_effect(FileWriteEffect.before_writing(target))
+        target.write_bytes(data)
+        return f"saved {workspace.relative(target)} ({len(data):,} bytes)"
+
+    return FunctionTool.from_defaults(make_image, side_effects=True)
