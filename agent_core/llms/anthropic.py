@@ -10,12 +10,9 @@ to do and never holds the key.
 
 from __future__ import annotations
 
-import email.utils
-import json
 import os
-import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -38,7 +35,9 @@ from anthropic.types import (
 
 from agent_core.errors import LLMError, UserError
 from agent_core.llms._retry import RetryPolicy, with_retries
+from agent_core.llms._wire import parse_tool_arguments, redact, relay_stream, retry_after, shorten
 from agent_core.llms.base import (
+    RAW_TOOL_ARGUMENTS,
     ChatMessage,
     ChatResponse,
     ChatStreamEvent,
@@ -52,10 +51,8 @@ __all__ = ["DEFAULT_ANTHROPIC_MODEL", "RAW_ARGUMENTS_KEY", "AnthropicLLM"]
 
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-5"
 
-RAW_ARGUMENTS_KEY = "__raw_arguments__"
+RAW_ARGUMENTS_KEY = RAW_TOOL_ARGUMENTS
 """The `ToolCall.args` key holding tool input the model wrote that is not a JSON object."""
-
-_MAX_DETAIL_CHARS = 300
 
 # A stream that fails after it started sends an `error` event on an HTTP 200 response; its
 # error type tells what the status would have been.
@@ -169,21 +166,18 @@ class AnthropicLLM:
                     stream=True,
                 )
 
-        stream = await with_retries(open_stream, self.retry_policy)
         reply = _StreamedReply()
-        try:
-            with self._map_api_errors():
-                async for event in stream:
-                    delta = reply.add(event)
-                    if delta:
-                        yield ChatStreamEvent(delta=delta)
-        finally:
-            await stream.close()  # Also when the consumer stops early: frees the connection.
-        message = ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls())
-        usage = self._usage(reply.prompt_tokens, reply.completion_tokens)
-        yield ChatStreamEvent(
-            response=ChatResponse(message=message, usage=usage, model=reply.model or self.model)
+        events = relay_stream(
+            open_stream,
+            reply,
+            policy=self.retry_policy,
+            errors=self._map_api_errors,
+            usage_of=lambda _: self._usage(reply.prompt_tokens, reply.completion_tokens),
+            default_model=self.model,
         )
+        async with aclosing(events):  # Closing us closes the SDK stream at once.
+            async for event in events:
+                yield event
 
     def _extra_body(self) -> dict[str, Any] | None:
         # SDK 2.x has no sampling parameters; a gateway that accepts one still gets it.
@@ -279,17 +273,6 @@ def _wire_tool(spec: ToolSpec) -> ToolParam:
     return {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
 
 
-def _parse_args(text: str) -> dict[str, Any]:
-    """Tool input as a dict; text that is not a JSON object is kept raw for the tool to refuse."""
-    if not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {RAW_ARGUMENTS_KEY: text}
-    return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: text}
-
-
 # --- streaming ------------------------------------------------------------------------------
 
 
@@ -302,7 +285,8 @@ class _PartialToolUse:
 
     def to_call(self) -> ToolCall:
         # Input arrives as JSON fragments; a block without fragments carries it whole.
-        args = _parse_args("".join(self.json_parts)) if self.json_parts else self.start_input
+        streamed = "".join(self.json_parts)
+        args = parse_tool_arguments(streamed) if self.json_parts else self.start_input
         return ToolCall(id=self.id, name=self.name, args=args)
 
 
@@ -382,13 +366,13 @@ def _map_api_errors(*, model: str, base_url: str, secret: str | None) -> Iterato
             timed_out=True,
         ) from None
     except anthropic.APIConnectionError as err:
-        cause = _redact(str(err.__cause__ or err), secret)
+        cause = redact(str(err.__cause__ or err), secret)
         raise LLMError(
             f"could not connect to Anthropic at {base_url} ({cause}); check your network "
             "connection and the base URL, then run the step again"
         ) from None
     except anthropic.AnthropicError as err:
-        detail = _redact(_shorten(str(err)), secret)
+        detail = redact(shorten(str(err)), secret)
         raise LLMError(
             f"the call to Anthropic failed (model {model!r}): {detail}; run the step again"
         ) from None
@@ -398,12 +382,12 @@ def _status_error(err: anthropic.APIStatusError, *, model: str, secret: str | No
     status = err.status_code
     if status < 400:
         status = _STATUS_OF_ERROR_TYPE.get(str(err.type), 500)
-    retry_after = _retry_after(err.response.headers) if status == 429 or status >= 500 else None
-    detail = _redact(_shorten(err.api_message or err.message), secret)
+    wait = retry_after(status, err.response.headers)
+    detail = redact(shorten(err.api_message or err.message), secret)
     message = _status_message(status, detail=detail, model=model)
-    if retry_after is not None:
-        message += f" (Anthropic asked to wait {retry_after:g}s)"
-    return LLMError(message, status=status, retry_after=retry_after)
+    if wait is not None:
+        message += f" (Anthropic asked to wait {wait:g}s)"
+    return LLMError(message, status=status, retry_after=wait)
 
 
 def _status_message(status: int, *, detail: str, model: str) -> str:
@@ -458,37 +442,3 @@ def _invalid_request_message(status: int, *, detail: str, model: str) -> str:
         f"Anthropic rejected the request as invalid (400: {detail}){hint}; edit the step's "
         "input or the model settings and run the step again"
     )
-
-
-def _shorten(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _MAX_DETAIL_CHARS else text[:_MAX_DETAIL_CHARS] + "..."
-
-
-def _redact(text: str, secret: str | None) -> str:
-    # Belt and braces: a gateway could echo the key back in its error text.
-    if secret and len(secret) >= 4:
-        return text.replace(secret, "[redacted]")
-    return text
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asked to wait: `retry-after-ms`, or `retry-after` (seconds or date)."""
-    try:
-        milliseconds = headers.get("retry-after-ms")
-        if milliseconds:
-            return max(0.0, float(milliseconds) / 1000)
-    except ValueError:
-        pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())

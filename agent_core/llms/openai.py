@@ -8,12 +8,10 @@ place, `_map_api_errors`, with a message that says what to do and never holds th
 
 from __future__ import annotations
 
-import email.utils
 import json
 import os
-import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +29,7 @@ from openai.types.completion_usage import CompletionUsage
 from agent_core._tokens import estimate_tokens
 from agent_core.errors import LLMError, UserError
 from agent_core.llms._retry import RetryPolicy, with_retries
+from agent_core.llms._wire import parse_tool_arguments, redact, relay_stream, retry_after, shorten
 from agent_core.llms.base import (
     RAW_TOOL_ARGUMENTS,
     ChatMessage,
@@ -58,7 +57,6 @@ RAW_ARGUMENTS_KEY = RAW_TOOL_ARGUMENTS
 _OPENAI_HOST = "api.openai.com"
 # Local servers ignore the key, but the SDK refuses to build a client without one.
 _PLACEHOLDER_KEY = "not-needed"
-_MAX_DETAIL_CHARS = 300
 
 
 class OpenAILLM:
@@ -148,21 +146,18 @@ class OpenAILLM:
                     stream_options={"include_usage": True},
                 )
 
-        stream = await with_retries(open_stream, self.retry_policy)
         reply = _StreamedReply()
-        try:
-            with self._errors():
-                async for chunk in stream:
-                    delta = reply.add(chunk)
-                    if delta:
-                        yield ChatStreamEvent(delta=delta)
-        finally:
-            await stream.close()
-        message = ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls())
-        usage = self._usage_of(reply.usage, messages, message)
-        yield ChatStreamEvent(
-            response=ChatResponse(message=message, usage=usage, model=reply.model or self.model)
+        events = relay_stream(
+            open_stream,
+            reply,
+            policy=self.retry_policy,
+            errors=self._errors,
+            usage_of=lambda message: self._usage_of(reply.usage, messages, message),
+            default_model=self.model,
         )
+        async with aclosing(events):  # Closing us closes the SDK stream at once.
+            async for event in events:
+                yield event
 
     def _response_of(
         self, completion: ChatCompletion, messages: Sequence[ChatMessage]
@@ -174,7 +169,11 @@ class OpenAILLM:
             )
         reply = completion.choices[0].message
         calls = tuple(
-            ToolCall(id=call.id, name=call.function.name, args=_parse_args(call.function.arguments))
+            ToolCall(
+                id=call.id,
+                name=call.function.name,
+                args=parse_tool_arguments(call.function.arguments),
+            )
             for call in reply.tool_calls or ()
             if call.type == "function"
         )
@@ -203,7 +202,9 @@ class OpenAILLM:
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        secret = self._client.api_key if isinstance(self._client.api_key, str) else None
+        key = self._client.api_key
+        # The placeholder sent to local servers is no secret; redacting it would only garble.
+        secret = key if isinstance(key, str) and key != _PLACEHOLDER_KEY else None
         with _map_api_errors(
             model=self.model,
             base_url=self.base_url,
@@ -292,21 +293,10 @@ def _wire_tool(spec: ToolSpec) -> ChatCompletionFunctionToolParam:
 
 
 def _dump_args(args: Mapping[str, Any]) -> str:
-    raw = args.get(RAW_ARGUMENTS_KEY)
+    raw = args.get(RAW_TOOL_ARGUMENTS)
     if len(args) == 1 and isinstance(raw, str):
         return raw  # Show the model exactly what it wrote, so it can see its mistake.
     return json.dumps(args, ensure_ascii=False)
-
-
-def _parse_args(text: str) -> dict[str, Any]:
-    """Arguments as a dict; text that is not a JSON object is kept raw for the tool to refuse."""
-    if not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {RAW_ARGUMENTS_KEY: text}
-    return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: text}
 
 
 def _text_of(message: ChatMessage) -> str:
@@ -371,7 +361,7 @@ class _StreamedReply:
             ToolCall(
                 id=call.id or f"call_{position}",
                 name=call.name,
-                args=_parse_args("".join(call.arguments)),
+                args=parse_tool_arguments("".join(call.arguments)),
             )
             for position, call in enumerate(self._calls)
         )
@@ -401,13 +391,13 @@ def _map_api_errors(
             timed_out=True,
         ) from None
     except openai.APIConnectionError as err:
-        cause = _redact(str(err.__cause__ or err), secret)
+        cause = redact(str(err.__cause__ or err), secret)
         raise LLMError(
             f"could not reach the server at {base_url} ({cause}); check that it is running, "
             "that the base URL is right, and your network connection"
         ) from None
     except openai.OpenAIError as err:
-        detail = _redact(_detail_of(err), secret)
+        detail = redact(_detail_of(err), secret)
         raise LLMError(
             f"{_label(base_url)} failed (model {model!r}): {detail}; retry the step, or check "
             "the server's logs"
@@ -418,18 +408,18 @@ def _status_error(
     err: openai.APIStatusError, *, model: str, base_url: str, secret: str | None
 ) -> LLMError:
     status = err.status_code
-    retry_after = _retry_after(err.response.headers) if status == 429 or status >= 500 else None
-    detail = _redact(_detail_of(err), secret)
+    wait = retry_after(status, err.response.headers)
+    detail = redact(_detail_of(err), secret)
     message = _status_message(
         status, code=err.code, detail=detail, model=model, where=_label(base_url)
     )
-    if retry_after is not None:
-        message += f" (the server asked to wait {retry_after:g}s)"
+    if wait is not None:
+        message += f" (the server asked to wait {wait:g}s)"
     out_of_quota = status == 429 and err.code == "insufficient_quota"
     return LLMError(
         message,
         status=status,
-        retry_after=retry_after,
+        retry_after=wait,
         retryable=False if out_of_quota else None,
     )
 
@@ -478,34 +468,4 @@ def _detail_of(err: openai.OpenAIError) -> str:
         detail = body
     else:
         detail = getattr(err, "message", None) or str(err)
-    detail = " ".join(detail.split())
-    return detail if len(detail) <= _MAX_DETAIL_CHARS else detail[:_MAX_DETAIL_CHARS] + "..."
-
-
-def _redact(text: str, secret: str | None) -> str:
-    # Belt and braces: a compatible server could echo the key back in its error text.
-    if secret and secret != _PLACEHOLDER_KEY and len(secret) >= 4:
-        return text.replace(secret, "[redacted]")
-    return text
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asked to wait: `retry-after-ms`, or `retry-after` (seconds or date)."""
-    try:
-        milliseconds = headers.get("retry-after-ms")
-        if milliseconds:
-            return max(0.0, float(milliseconds) / 1000)
-    except ValueError:
-        pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+    return shorten(detail)
