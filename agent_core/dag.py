@@ -19,7 +19,14 @@ import networkx as nx
 from agent_core.errors import UserError
 from agent_core.types import StepKind, StepStatus, TaskState, TaskStep
 
-__all__ = ["STATUS_COLORS", "build_dag", "to_dot", "to_vis_data"]
+__all__ = [
+    "COLLAPSED_NODE",
+    "STATUS_COLORS",
+    "build_dag",
+    "collapse_older",
+    "to_dot",
+    "to_vis_data",
+]
 
 STATUS_COLORS: dict[str, str] = {
     StepStatus.UPCOMING.value: "#bbdefb",
@@ -32,6 +39,8 @@ STATUS_COLORS: dict[str, str] = {
 """Node fill colour per step status (undone is grey), shared by every renderer."""
 
 _UNKNOWN_STATUS_COLOR = "#ffffff"
+COLLAPSED_NODE = "collapsed"
+"""The id of the node that stands for the steps `collapse_older` folded away."""
 _LABEL_MAX_CHARS = 40
 _ELLIPSIS = "…"
 
@@ -64,6 +73,33 @@ def build_dag(state: TaskState, *, max_chars: int = 200) -> nx.DiGraph:
             if dep_id in state.steps and not graph.has_edge(dep_id, step.step_id):
                 graph.add_edge(dep_id, step.step_id, relation="depends_on")
     return graph
+
+
+def collapse_older(graph: nx.DiGraph, *, keep: int) -> nx.DiGraph:
+    """The newest `keep` steps, with all older ones folded into one `COLLAPSED_NODE`.
+
+    Long runs stay readable and cheap to draw: the folded node links to every kept step
+    that followed one of the folded steps.
+    """
+    nodes = list(graph.nodes)
+    if len(nodes) <= keep:
+        return graph
+    folded, kept = set(nodes[: len(nodes) - keep]), nodes[len(nodes) - keep :]
+    window = graph.subgraph(kept).copy()
+    window.add_node(
+        COLLAPSED_NODE,
+        kind="collapsed",
+        status="collapsed",
+        label=f"… {len(folded)} earlier steps",
+        input="",
+        output="",
+        undone=False,
+        error=False,
+    )
+    for source, target in graph.edges:
+        if source in folded and target not in folded:
+            window.add_edge(COLLAPSED_NODE, target, relation="next")
+    return window
 
 
 def to_dot(graph: nx.DiGraph) -> str:

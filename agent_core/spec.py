@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_core.errors import UserError
 from agent_core.llms.base import LLM
+from agent_core.llms.pricing import PriceTable
+from agent_core.llms.scripted import HumanLLM
 from agent_core.parallel import DEFAULT_MAX_CONCURRENCY, ParallelAgentRunner
 from agent_core.store.base import Store
 from agent_core.tools.base import BaseTool
@@ -21,12 +23,13 @@ from agent_core.workers.base import BaseAgentWorker
 __all__ = ["DEFAULT_MODELS", "AgentSpec", "ProviderName", "ToolName", "WorkerKind"]
 
 WorkerKind = Literal["react", "function_calling", "planner"]
-ProviderName = Literal["demo", "openai", "anthropic"]
+ProviderName = Literal["demo", "human", "openai", "anthropic"]
 ToolName = Literal["arithmetic", "calculator", "files", "python", "image"]
 SubAgentName = Literal["code", "file", "image"]
 
 DEFAULT_MODELS: dict[str, str] = {
     "demo": "demo (scripted)",
+    "human": "you (typed replies)",
     "openai": "gpt-4o-mini",
     "anthropic": "claude-sonnet-5",
 }
@@ -36,7 +39,8 @@ class AgentSpec(BaseModel):
     """Which worker, model and tools an agent has; JSON-serialisable and key-free.
 
     `provider="demo"` is the scripted demo model: it plays the built-in scenarios' replies
-    and needs no key. `base_url` points `openai` at any OpenAI-compatible server.
+    and needs no key. `provider="human"` makes a person type each model reply ("you are the
+    model"). `base_url` points `openai` at any OpenAI-compatible server.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -65,19 +69,23 @@ class AgentSpec(BaseModel):
         """Whether the model is the scripted demo model."""
         return self.provider == "demo"
 
-    def build_llm(self, *, api_key: str | None = None) -> LLM:
+    def build_llm(self, *, api_key: str | None = None, prices: PriceTable | None = None) -> LLM:
         """The chat model; `api_key` (else the environment) authenticates real providers."""
         if self.provider == "demo":
             from agent_core.demos import demo_llm
 
             return demo_llm()
+        if self.provider == "human":
+            return HumanLLM()
         if self.provider == "openai":
             from agent_core.llms.openai import OpenAILLM
 
-            return OpenAILLM(self.model_name, api_key=api_key, base_url=self.base_url)
+            return OpenAILLM(
+                self.model_name, api_key=api_key, base_url=self.base_url, prices=prices
+            )
         from agent_core.llms.anthropic import AnthropicLLM
 
-        return AnthropicLLM(self.model_name, api_key=api_key, base_url=self.base_url)
+        return AnthropicLLM(self.model_name, api_key=api_key, base_url=self.base_url, prices=prices)
 
     def build_tools(self, llm: LLM) -> list[BaseTool]:
         """The tools the spec names, on this spec's workspace."""
@@ -97,9 +105,11 @@ class AgentSpec(BaseModel):
         }
         return [tool for name in dict.fromkeys(self.tools) for tool in builders[name]()]
 
-    def build_worker(self, *, api_key: str | None = None) -> BaseAgentWorker:
+    def build_worker(
+        self, *, api_key: str | None = None, prices: PriceTable | None = None
+    ) -> BaseAgentWorker:
         """The worker this spec describes, with a fresh model client."""
-        llm = self.build_llm(api_key=api_key)
+        llm = self.build_llm(api_key=api_key, prices=prices)
         if self.worker == "planner":
             from agent_core.workers.planner import PlannerAgentWorker
             from agent_core.workers.subagents import sub_agents
@@ -123,6 +133,7 @@ class AgentSpec(BaseModel):
         *,
         store: Store | None = None,
         api_key: str | None = None,
+        prices: PriceTable | None = None,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     ) -> ParallelAgentRunner:
         """A runner for this spec; its tasks record the spec.
@@ -131,9 +142,9 @@ class AgentSpec(BaseModel):
         scenario from its start.
         """
         return ParallelAgentRunner(
-            self.build_worker(api_key=api_key),
+            self.build_worker(api_key=api_key, prices=prices),
             store=store,
             max_concurrency=max_concurrency,
-            conversation_id=None if self.is_demo else f"spec:{self.name}",
+            conversation_id=None if self.provider in ("demo", "human") else f"spec:{self.name}",
             spec=self.model_dump(mode="json"),
         )

@@ -16,7 +16,7 @@ from agent_core.llms.base import (
     Usage,
 )
 from agent_core.llms.pricing import ModelPrice, PriceTable
-from agent_core.llms.scripted import FunctionLLM, ScriptedLLM
+from agent_core.llms.scripted import FunctionLLM, HumanLLM, ScriptedLLM
 
 if TYPE_CHECKING:
     from agent_core.llms.anthropic import AnthropicLLM
@@ -31,6 +31,7 @@ __all__ = [
     "ChatResponse",
     "ChatStreamEvent",
     "FunctionLLM",
+    "HumanLLM",
     "ModelPrice",
     "OpenAILLM",
     "PriceTable",

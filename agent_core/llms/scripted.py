@@ -10,7 +10,7 @@ from agent_core._tokens import estimate_tokens
 from agent_core.errors import LLMError
 from agent_core.llms.base import ChatMessage, ChatResponse, ChatStreamEvent, ToolSpec, Usage
 
-__all__ = ["FunctionLLM", "ScriptedLLM"]
+__all__ = ["FunctionLLM", "HumanLLM", "ScriptedLLM"]
 
 Reply = str | ChatResponse
 ReplyFn = Callable[[list[ChatMessage], list[ToolSpec]], Reply | Awaitable[Reply]]
@@ -128,3 +128,31 @@ class FunctionLLM(_NoNetworkLLM):
         if inspect.isawaitable(reply):
             reply = await reply
         return _as_response(reply, messages, self.model)
+
+
+class HumanLLM(_NoNetworkLLM):
+    """A model that is you: every reply is typed by a person, who sees the exact prompt.
+
+    `supply(reply)` queues the next reply; a call with none queued fails with an `LLMError`
+    that says to type one, so the step is recorded as failed and can simply be run again.
+    """
+
+    def __init__(self, *, model: str = "you (typed replies)") -> None:
+        super().__init__(model)
+        self._queued: list[Reply] = []
+
+    def supply(self, reply: Reply) -> None:
+        """Queue the reply the next call returns."""
+        self._queued.append(reply)
+
+    @property
+    def waiting(self) -> bool:
+        """True when no reply is queued."""
+        return not self._queued
+
+    async def _reply(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ChatResponse:
+        if not self._queued:
+            raise LLMError(
+                "the model here is you: type the model's reply for this step, then run it"
+            )
+        return _as_response(self._queued.pop(0), messages, self.model)

@@ -221,3 +221,16 @@ async def test_function_llm_rejects_a_reply_that_is_not_str_or_chat_response(bad
         await sync_llm.chat(QUESTION)
     with pytest.raises(LLMError, match="a str or a ChatResponse"):
         await async_llm.chat(QUESTION)
+
+
+async def test_human_llm_returns_what_the_person_typed_and_asks_when_nothing_is_queued():
+    from agent_core.llms import HumanLLM
+
+    llm = HumanLLM()
+    with pytest.raises(LLMError, match="type the model's reply"):
+        await llm.chat([ChatMessage(role="user", content="hi")])
+    llm.supply("Thought: easy.\nAnswer: hello")
+    assert not llm.waiting
+    reply = await llm.chat([ChatMessage(role="user", content="hi")])
+    assert reply.text == "Thought: easy.\nAnswer: hello" and llm.waiting
+    assert llm.requests[-1][0].content == "hi"

@@ -1,0 +1,69 @@
+"""The runtime the app shares across sessions: one SQLite store, one runner per agent spec.
+
+`st.cache_resource` keeps them for the life of the server; the store keeps everything else,
+so reloading the page or restarting the server loses nothing. Two tabs on one task share the
+store; the runner's version check stops them from overwriting each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import streamlit as st
+
+from agent_core import ParallelAgentRunner
+from agent_core.llms.pricing import ModelPrice, PriceTable
+from agent_core.spec import AgentSpec
+from agent_core.store import SQLiteStore
+from components import state
+
+DB_ENV = "STEPWISE_DB"
+DEFAULT_DB = "stepwise.db"
+
+
+@st.cache_resource
+def shared_store() -> SQLiteStore:
+    """The embedded database ($STEPWISE_DB, default ./stepwise.db)."""
+    return SQLiteStore(os.environ.get(DB_ENV, DEFAULT_DB))
+
+
+@st.cache_resource(max_entries=32)
+def _runner(spec_json: str, prices_json: str, key_id: str, _api_key: str | None):
+    # `key_id` tells keys apart for the cache without the key itself being hashed or kept
+    # by Streamlit; the key only reaches the SDK client inside the runner.
+    spec = AgentSpec.model_validate_json(spec_json)
+    overrides = {
+        name: ModelPrice(input_per_mtok=pair[0], output_per_mtok=pair[1])
+        for name, pair in json.loads(prices_json).items()
+    }
+    return spec.build_runner(store=shared_store(), api_key=_api_key, prices=PriceTable(overrides))
+
+
+def _key_id(key: str | None) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()[:16] if key else ""
+
+
+def runner_for(spec: AgentSpec) -> ParallelAgentRunner:
+    """The runner for `spec`, with this session's key and prices for its provider."""
+    key = state.api_key(spec.provider)
+    prices = json.dumps(state.price_overrides(), sort_keys=True)
+    return _runner(spec.model_dump_json(), prices, _key_id(key), key)
+
+
+def reader() -> ParallelAgentRunner:
+    """A runner for reading any task (the demo spec: it needs no key)."""
+    return runner_for(AgentSpec())
+
+
+@st.cache_data(max_entries=1024, show_spinner=False)
+def _spec_json_of(task_id: str) -> str:
+    # A task's spec never changes, so it is read once per process, not on every rerun.
+    recorded = reader().get_task(task_id).spec
+    return json.dumps(recorded) if recorded else AgentSpec().model_dump_json()
+
+
+def spec_of(task_id: str) -> AgentSpec:
+    """The spec a stored task runs with (the default demo spec when it has none)."""
+    return AgentSpec.model_validate_json(_spec_json_of(task_id))
