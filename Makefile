@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 export UV_NATIVE_TLS := 1
 export UV_SYSTEM_CERTS := 1
 
-.PHONY: test lint format typecheck lock clean
+.PHONY: run test lint format typecheck lock clean chromium
 
 # The venv carries its own uv, which installs the pinned lock in seconds. Debian's system
 # Python needs python3-venv for `-m venv`; install it when missing (we run as root there).
@@ -22,7 +22,17 @@ $(STAMP): requirements.lock pyproject.toml | $(BIN)/python
 	$(UV) pip install --python $(BIN)/python -r requirements.lock -e .
 	touch $(STAMP)
 
-test: lint
+# The app on http://localhost:8501 with the SQLite store ./stepwise.db and the demo model.
+run: $(STAMP)
+	$(BIN)/python -c "from components.dag_view import ensure_static_assets as e; e()"
+	$(BIN)/streamlit run app.py
+
+# Browser tests drive Debian's Chromium; install it when missing (CI runs as root).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || test -x /usr/bin/chromium || { \
+		apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+
+test: lint chromium
 	$(BIN)/pytest
 
 lint: $(STAMP)

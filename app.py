@@ -4,14 +4,14 @@ import streamlit as st
 
 from components.dag_view import ensure_static_assets
 
-st.set_page_config(page_title="Stepwise", page_icon="🪜", layout="wide")
+st.set_page_config(page_title="Stepwise", layout="wide")
 ensure_static_assets()
 
 navigation = st.navigation(
     [
-        st.Page("pages/stepper.py", title="Stepper", icon="🪜", default=True),
-        st.Page("pages/tasks.py", title="Tasks", icon="🗂️"),
-        st.Page("pages/settings.py", title="Settings", icon="⚙️"),
+        st.Page("pages/stepper.py", title="Stepper", default=True),
+        st.Page("pages/tasks.py", title="Tasks"),
+        st.Page("pages/settings.py", title="Settings"),
     ]
 )
 navigation.run()

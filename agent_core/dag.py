@@ -39,6 +39,11 @@ STATUS_COLORS: dict[str, str] = {
 """Node fill colour per step status (undone is grey), shared by every renderer."""
 
 _UNKNOWN_STATUS_COLOR = "#ffffff"
+_BORDER_COLOR = "#616161"
+_UNDONE_BORDER_COLOR = "#9e9e9e"
+_SELECTED_BORDER_COLOR = "#1e88e5"
+_FONT_COLOR = "#212121"
+_UNDONE_FONT_COLOR = "#757575"
 COLLAPSED_NODE = "collapsed"
 """The id of the node that stands for the steps `collapse_older` folded away."""
 _LABEL_MAX_CHARS = 40
@@ -78,14 +83,22 @@ def build_dag(state: TaskState, *, max_chars: int = 200) -> nx.DiGraph:
 def collapse_older(graph: nx.DiGraph, *, keep: int) -> nx.DiGraph:
     """The newest `keep` steps, with all older ones folded into one `COLLAPSED_NODE`.
 
-    Long runs stay readable and cheap to draw: the folded node links to every kept step
-    that followed one of the folded steps.
+    Long runs stay readable and cheap to draw. "Newest" is the graph's node order, which
+    `build_dag` takes from the task's step creation order. The folded node comes first and
+    links to every kept step that followed (or depended on) a folded one. A graph of at most
+    `keep` steps is returned as it is.
+
+    Raises:
+        UserError: `keep` is less than 1.
     """
+    if keep < 1:
+        raise UserError(f"keep must be at least 1, got {keep}")
     nodes = list(graph.nodes)
     if len(nodes) <= keep:
         return graph
-    folded, kept = set(nodes[: len(nodes) - keep]), nodes[len(nodes) - keep :]
-    window = graph.subgraph(kept).copy()
+    folded, kept = set(nodes[:-keep]), nodes[-keep:]
+    window = nx.DiGraph()
+    # Added first, so it stays the oldest node if the window is collapsed again.
     window.add_node(
         COLLAPSED_NODE,
         kind="collapsed",
@@ -96,9 +109,14 @@ def collapse_older(graph: nx.DiGraph, *, keep: int) -> nx.DiGraph:
         undone=False,
         error=False,
     )
-    for source, target in graph.edges:
-        if source in folded and target not in folded:
+    window.add_nodes_from((node, graph.nodes[node]) for node in kept)
+    for source, target, data in graph.edges(data=True):
+        if target in folded:
+            continue  # Edges into folded steps go with them.
+        if source in folded:
             window.add_edge(COLLAPSED_NODE, target, relation="next")
+        else:
+            window.add_edge(source, target, **data)
     return window
 
 
@@ -133,7 +151,9 @@ def to_vis_data(graph: nx.DiGraph) -> dict[str, list[dict[str, Any]]]:
     """vis-network nodes and edges for a graph from `build_dag`, as plain (unescaped) text.
 
     Each node's `level` is its longest-path depth from a root, for a hierarchical layout in
-    which steps that can run in parallel share a level.
+    which steps that can run in parallel share a level. `color` is a vis colour object whose
+    background is the status colour; undone steps also get a grey dashed border and grey text.
+    `group` is the step status (for reading the data; no vis groups are defined).
     """
     levels = _levels(graph)
     nodes = [
@@ -141,7 +161,8 @@ def to_vis_data(graph: nx.DiGraph) -> dict[str, list[dict[str, Any]]]:
             "id": node_id,
             "label": str(data.get("label", node_id)),
             "title": _tooltip(data),
-            "color": _color(data),
+            "color": _vis_color(data),
+            "font": {"color": _UNDONE_FONT_COLOR if data.get("undone") else _FONT_COLOR},
             "group": str(data.get("status", "")),
             "level": levels[node_id],
             "shapeProperties": {"borderDashes": bool(data.get("undone"))},
@@ -156,7 +177,6 @@ def to_vis_data(graph: nx.DiGraph) -> dict[str, list[dict[str, Any]]]:
 
 
 def _node_attrs(state: TaskState, step: TaskStep, *, max_chars: int) -> dict[str, Any]:
-    number = getattr(step, "number", None)  # older TaskStep models have no `number`
     output = state.outputs.get(step.step_id)
     error = step.error or (output.error if output is not None else None)
     if error:
@@ -169,13 +189,13 @@ def _node_attrs(state: TaskState, step: TaskStep, *, max_chars: int) -> dict[str
         "kind": str(step.kind),
         "status": str(step.status),
         "branch_id": step.branch_id,
-        "number": number,
+        "number": step.number,
         "edited": step.edited,
         "undone": step.status == StepStatus.UNDONE,
         "error": bool(error),
         "input": _truncate(_input_text(step.input), max_chars),
         "output": _truncate(output_text, max_chars),
-        "label": _label(step, number, max_chars=min(max_chars, _LABEL_MAX_CHARS)),
+        "label": _label(step, max_chars=min(max_chars, _LABEL_MAX_CHARS)),
     }
 
 
@@ -187,14 +207,14 @@ def _input_text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def _label(step: TaskStep, number: int | None, *, max_chars: int) -> str:
+def _label(step: TaskStep, *, max_chars: int) -> str:
     text = str(step.kind)
     if step.kind == StepKind.TOOL and isinstance(step.input, dict):
         tool = step.input.get("tool")
         if isinstance(tool, str) and tool:
             text = f"tool: {' '.join(tool.split())}"
-    if number is not None:
-        text = f"{number} · {text}"
+    if step.number is not None:
+        text = f"{step.number} · {text}"
     return _truncate(text, max_chars)
 
 
@@ -215,6 +235,14 @@ def _tooltip(data: dict[str, Any]) -> str:
 
 def _color(data: dict[str, Any]) -> str:
     return STATUS_COLORS.get(str(data.get("status", "")), _UNKNOWN_STATUS_COLOR)
+
+
+def _vis_color(data: dict[str, Any]) -> dict[str, Any]:
+    # A bare colour string would paint the border like the fill, hiding undone dashes.
+    fill = _color(data)
+    border = _UNDONE_BORDER_COLOR if data.get("undone") else _BORDER_COLOR
+    selected = {"background": fill, "border": _SELECTED_BORDER_COLOR}
+    return {"background": fill, "border": border, "highlight": selected, "hover": selected}
 
 
 def _levels(graph: nx.DiGraph) -> dict[Any, int]:

@@ -1,4 +1,9 @@
-"""Running a runtime action from a button: errors become messages, never tracebacks."""
+"""Running a runtime action from a button: errors become messages, never tracebacks.
+
+Messages from the runtime can quote model or tool text (a step's error, a breakpoint's tool
+name), so they are shown with `st.text`, never through markdown (`st.error`, `st.info`...),
+which would interpret them.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +17,22 @@ from agent_core.errors import AgentCoreError
 from agent_core.events import StepEvent
 from components import state
 
+__all__ = ["attempt", "show_message", "show_notice", "stream_into"]
+
 logger = logging.getLogger("stepwise.app")
+
+_HEADLINES = {
+    "error": "That did not work:",
+    "warning": "Note:",
+    "info": "Done:",
+}
 
 
 def attempt(action: Callable[[], Any], *, success: str | None = None) -> bool:
-    """Run `action`; on failure keep a readable notice for the next rerun. True if it worked."""
+    """Run `action`; on failure keep a readable notice for the next rerun. True if it worked.
+
+    `success` is shown as markdown, so it must be the app's own text, never model output.
+    """
     try:
         action()
     except AgentCoreError as exc:
@@ -46,10 +62,24 @@ def stream_into(events: Iterator[StepEvent], placeholder: Any) -> None:
         placeholder.code("\n".join([text, *calls]) or "…", language=None, wrap_lines=True)
 
 
+def show_message(kind: str, text: str, *, headline: str | None = None) -> None:
+    """A box of `kind` with the app's `headline`, and `text` below it as plain text."""
+    box = {"info": st.info, "warning": st.warning, "success": st.success}.get(kind, st.error)
+    box(headline or _HEADLINES.get(kind, _HEADLINES["error"]))
+    st.text(text)
+
+
 def show_notice() -> None:
-    """Show the notice the last action left, once."""
+    """Show the notice the last action left, once.
+
+    Success notices are the app's own sentences; any other notice may quote the runtime (and
+    so the model), and is shown as plain text under a fixed headline.
+    """
     notice = state.pop_notice()
     if notice is None:
         return
     kind, text = notice
-    {"success": st.success, "info": st.info, "warning": st.warning}.get(kind, st.error)(text)
+    if kind == "success":
+        st.success(text)
+    else:
+        show_message(kind, text)

@@ -2,15 +2,22 @@
 
 pyvis writes the page; we then strip every tag that would load from a CDN (its Bootstrap and
 vis-network links) and load vis-network from `/app/static/`, copied there from the pinned
-pyvis package. All step text is HTML-escaped before it enters the page: labels are drawn on
-a canvas, and tooltips are built from the escaped text, so model output never becomes markup.
-When vis-network cannot be shown, `st.graphviz_chart` draws the same graph.
+pyvis package. When vis-network cannot be shown, `st.graphviz_chart` draws the same graph.
+
+Step text (labels, tooltips) reaches the page only inside JSON strings that pyvis writes
+with Jinja's `tojson`, which writes `<`, `>`, `&` and `'` as JSON unicode escapes: no step
+text can close the script or form a tag. vis-network draws labels on a canvas with
+`font.multi` off, so they are never parsed as markup. HTML-escaping them for `multi: "html"`
+does not work in vis-network 9.1.2: its entity decoding is broken, so `&lt;img` is drawn
+garbled, and a label holding `&` and an unmatched `(` throws and blanks the graph. Tooltips
+are built by `_AFTER_DRAW` as DOM text (`textContent`). No node gets a `title` from pyvis:
+pyvis swaps in a popup that sets `innerHTML` from the title when any title contains "href".
 """
 
 from __future__ import annotations
 
-import html
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -56,27 +63,37 @@ _OPTIONS = {
     },
     "physics": {"enabled": False},
     "interaction": {"hover": True, "tooltipDelay": 120, "navigationButtons": False},
-    "nodes": {"shape": "box", "font": {"multi": "html", "size": 14}, "margin": 8},
+    "nodes": {"shape": "box", "font": {"multi": False, "size": 14}, "margin": 8},
     "edges": {"arrows": {"to": {"enabled": True, "scaleFactor": 0.6}}, "smooth": False},
 }
-# Tooltips: vis-network shows a string title as text; an element lets us keep line breaks.
-# Every piece of the title was escaped in Python, so parsing it yields only text and <br>.
+# Runs after pyvis's drawGraph(): turns each node's plain-text `tip` into a tooltip element
+# through textContent (never innerHTML), and when fitting the whole graph made the labels too
+# small to read, shows the newest step near the bottom at a readable zoom (zoom out for more).
 _AFTER_DRAW = """
 <style>
   body { margin: 0; font-family: sans-serif; }
   #mynetwork { float: none !important; border: none !important; }
-  div.vis-tooltip { position: absolute; max-width: 420px; white-space: normal; padding: 6px;
-    background: #fffde7; border: 1px solid #999; border-radius: 4px; font-size: 12px; }
+  div.vis-tooltip { position: absolute; visibility: hidden; max-width: 420px; padding: 6px;
+    white-space: pre-wrap; overflow-wrap: anywhere; background: #fffde7; color: #212121;
+    border: 1px solid #999; border-radius: 4px; font-size: 12px; pointer-events: none; }
 </style>
 <script>
   (function () {
     nodes.forEach(function (node) {
-      if (typeof node.title === "string") {
+      if (typeof node.tip === "string") {
         var box = document.createElement("div");
-        box.innerHTML = node.title;
+        box.textContent = node.tip;
         nodes.update({ id: node.id, title: box });
       }
     });
+    var ids = nodes.getIds();
+    if (ids.length && network.getScale() < 0.6) {
+      var newest = ids[ids.length - 1];
+      var below = document.getElementById("mynetwork").clientHeight / 2 - 60;
+      network.moveTo({
+        position: network.getPositions([newest])[newest], scale: 0.9, offset: { x: 0, y: below }
+      });
+    }
     window.stepwiseDag = { nodes: nodes, edges: edges, network: network };
   })();
 </script>
@@ -84,37 +101,40 @@ _AFTER_DRAW = """
 
 
 def ensure_static_assets() -> Path:
-    """Copy vis-network from the pyvis package into the app's static folder (once)."""
+    """Copy vis-network from the pyvis package into the app's static folder (once).
+
+    The copy is written beside the target and renamed into place, so a browser (or a second
+    app process) never loads a half-written script.
+    """
     target = STATIC_DIR / VIS_NETWORK_FILE
     if not target.exists() or target.stat().st_size != _PYVIS_VIS.stat().st_size:
-        STATIC_DIR.mkdir(exist_ok=True)
-        shutil.copyfile(_PYVIS_VIS, target)
+        STATIC_DIR.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        shutil.copyfile(_PYVIS_VIS, partial)
+        os.replace(partial, target)
     return target
 
 
-def _escaped_tooltip(data: dict[str, Any]) -> str:
-    lines = [f"<b>{html.escape(str(data.get('label', '')))}</b>"]
-    for key in ("input", "output"):
-        text = str(data.get(key) or "")
-        if text:
-            name = "error" if key == "output" and data.get("error") else key
-            lines.append(f"<b>{name}:</b> {html.escape(text)}")
-    return "<br>".join(lines)
+def _tip(node: dict[str, Any]) -> str:
+    return "\n".join(part for part in (node["label"], node["title"]) if part)
 
 
 def _network(graph: nx.DiGraph, *, height: int) -> Network:
     data = to_vis_data(graph)
     net = Network(height=f"{height}px", width="100%", directed=True, cdn_resources="remote")
     for node in data["nodes"]:
-        attrs = graph.nodes[node["id"]]
+        # No `group`: pyvis drops a node's colour when it has one. No `title`: see the module
+        # docstring. `shape` must be given, or pyvis sets "dot" on every node.
         net.add_node(
             node["id"],
-            label=html.escape(node["label"]),
-            title=_escaped_tooltip(attrs),
+            label=node["label"],
+            shape="box",
             color=node["color"],
+            font=node["font"],
             level=node["level"],
-            group=node["group"],
             shapeProperties=node["shapeProperties"],
+            tip=_tip(node),
+            status=node["group"],  # Read by tests and tools; vis-network ignores it.
         )
     for edge in data["edges"]:
         net.add_edge(edge["from"], edge["to"], dashes=edge["dashes"])
@@ -123,7 +143,11 @@ def _network(graph: nx.DiGraph, *, height: int) -> Network:
 
 
 def dag_html(state: TaskState, *, height: int = 420, max_steps: int = MAX_DRAWN_STEPS) -> str:
-    """A self-contained page drawing the task's DAG, loading scripts only from this app."""
+    """A self-contained page drawing the task's DAG, loading scripts only from this app.
+
+    Runs longer than `max_steps` steps show their newest `max_steps` steps and one node that
+    stands for the older ones.
+    """
     graph = collapse_older(build_dag(state), keep=max_steps)
     page = _network(graph, height=height).generate_html(notebook=False)
     page = _EXTERNAL_TAGS.sub("", page)
@@ -137,6 +161,7 @@ def render_dag(state: TaskState, *, height: int = 420) -> None:
         st.caption("No steps yet.")
         return
     try:
+        ensure_static_assets()  # A page without its script would stay blank.
         page = dag_html(state, height=height)
     except Exception as exc:  # pyvis or the static copy failed: still show the graph.
         st.caption(f"Interactive graph unavailable ({type(exc).__name__}); showing Graphviz.")

@@ -47,7 +47,8 @@ def _key_id(key: str | None) -> str:
 
 def runner_for(spec: AgentSpec) -> ParallelAgentRunner:
     """The runner for `spec`, with this session's key and prices for its provider."""
-    key = state.api_key(spec.provider)
+    # A key typed for OpenAI goes to OpenAI only, never to a local or custom server.
+    key = state.api_key(spec.provider) if not spec.base_url else None
     prices = json.dumps(state.price_overrides(), sort_keys=True)
     return _runner(spec.model_dump_json(), prices, _key_id(key), key)
 

@@ -1,6 +1,7 @@
 """A completed (or undone) step as a card: thought, action, observation, output, and costs.
 
-Model and tool text is shown with `st.code`/`st.text`, which never interpret it as markup.
+Model and tool text is shown with `st.code`, which never interprets it as markup; captions
+and the card's title hold only the app's own words and numbers.
 """
 
 from __future__ import annotations
@@ -9,21 +10,25 @@ import json
 
 import streamlit as st
 
-from agent_core.types import StepInput, StepStatus, TaskStepOutput
+from agent_core.types import StepInput, StepKind, StepStatus, TaskStepOutput
 
 __all__ = ["card_title", "render_step_card"]
 
 
-def _text(value: StepInput | object) -> str:
+def _text(value: StepInput | object, *, empty: str = "(none)") -> str:
     if value is None:
-        return "(none)"
+        return empty
     if isinstance(value, str):
         return value
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
+def _code(text: str, *, language: str | None = None) -> None:
+    st.code(text, language=language, wrap_lines=True)
+
+
 def card_title(output: TaskStepOutput) -> str:
-    """One line: number, kind, status, tokens, cost and latency."""
+    """One line: number, kind, status, tokens, cost and latency (no model text)."""
     step = output.task_step
     usage = output.usage
     parts = [f"Step {step.number or '?'} · {step.kind.value}"]
@@ -31,38 +36,53 @@ def card_title(output: TaskStepOutput) -> str:
         parts.append(step.status.value)
     if step.edited:
         parts.append("edited")
-    if usage.total_tokens:
+    if step.kind is not StepKind.HUMAN:
         parts.append(f"{usage.total_tokens:,} tokens")
-    if usage.cost_usd is not None:
-        parts.append(f"${usage.cost_usd:.4f}")
-    parts.append(f"{output.latency_ms:,.0f} ms")
+        if usage.cost_usd is not None:
+            parts.append(f"${usage.cost_usd:.4f}")
+        elif usage.total_tokens:  # A model ran at no known price (a step without one costs 0).
+            parts.append("cost unknown")
+        parts.append(f"{output.latency_ms:,.0f} ms")
     if output.is_last:
         parts.append("last step")
     return " · ".join(parts)
+
+
+def _render_input(output: TaskStepOutput) -> None:
+    step = output.task_step
+    if step.edited:
+        proposed, ran = st.columns(2)
+        with proposed:
+            st.caption("Proposed by the agent")
+            _code(_text(step.proposed_input, empty="(no input)"))
+        with ran:
+            st.caption("What ran (edited by you)")
+            _code(_text(step.input, empty="(no input)"))
+    elif step.input is not None:
+        st.caption("Your feedback" if step.kind is StepKind.HUMAN else "Input")
+        _code(_text(step.input))
 
 
 def render_step_card(output: TaskStepOutput, *, expanded: bool = False) -> None:
     """Draw one completed or undone step."""
     step = output.task_step
     with st.expander(card_title(output), expanded=expanded):
-        if step.edited:
-            proposed, ran = st.columns(2)
-            proposed.caption("Proposed by the agent")
-            proposed.code(_text(step.proposed_input), language=None, wrap_lines=True)
-            ran.caption("What ran (edited by you)")
-            ran.code(_text(step.input), language=None, wrap_lines=True)
-        elif step.input is not None:
-            st.caption("Input")
-            st.code(_text(step.input), language=None, wrap_lines=True)
+        _render_input(output)
+        if step.kind is StepKind.HUMAN:
+            return
         if output.thought:
             st.caption("Thought")
-            st.code(output.thought, language=None, wrap_lines=True)
+            _code(output.thought)
         for call in output.tool_calls:
-            st.caption(f"Action: {call.tool_name}" + (" (error)" if call.is_error else ""))
-            st.code(json.dumps(call.args, ensure_ascii=False), language="json", wrap_lines=True)
+            st.caption("Action (failed)" if call.is_error else "Action")
+            _code(f"{call.tool_name}({json.dumps(call.args, ensure_ascii=False)})")
             st.caption("Observation")
-            st.code(call.content, language=None, wrap_lines=True)
+            _code(call.content)
         st.caption("Output")
-        st.code(_text(output.output), language=None, wrap_lines=True)
-        for warning in step.undo_warnings:
-            st.warning(f"Undo could not revert: {warning}")
+        _code(_text(output.output))
+        if output.error:
+            st.caption("Error")
+            _code(output.error)
+        if step.undo_warnings:
+            st.warning("Undo could not revert everything this step did:")
+            _code("\n".join(step.undo_warnings))

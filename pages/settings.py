@@ -5,7 +5,19 @@ from __future__ import annotations
 import streamlit as st
 
 from components.actions import show_notice
+from components.settings_form import (
+    load_secret_keys,
+    render_key_section,
+    render_model_section,
+    render_price_section,
+)
 
 show_notice()
 st.header("Settings")
-st.caption("Coming next: provider presets, keys for this session, the price table.")
+# Before anything reads keys, so a key from .streamlit/secrets.toml shows as set.
+load_secret_keys()
+render_model_section()
+st.divider()
+render_key_section()
+st.divider()
+render_price_section()

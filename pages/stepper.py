@@ -1,23 +1,61 @@
-"""Stepper: run a task one step at a time, steer it, undo it, and watch its DAG grow."""
+"""Stepper: run a task one step at a time, steer it, undo it, and watch its DAG grow.
+
+The page keeps only the task id in the session (and in the URL, so a reload finds the task
+again); everything else is read from the store on each rerun. Text that came from a person
+or a model is shown with `st.code`, never through markdown.
+"""
 
 from __future__ import annotations
+
+import logging
+from itertools import islice
 
 import streamlit as st
 
 from agent_core import AtStep, CostOver, OnTool, ParallelAgentRunner
-from agent_core.breakpoints import Breakpoint
+from agent_core.breakpoints import Breakpoint, RunUntilResult
 from agent_core.errors import AgentCoreError
 from agent_core.llms.scripted import HumanLLM
 from agent_core.types import StepStatus, TaskState, TaskStatus
 from components import runtime, state
-from components.actions import attempt, show_notice
+from components.actions import attempt, show_message, show_notice
 from components.dag_view import render_dag
 from components.memory_view import render_memory
 from components.step_card import render_step_card
-from components.step_editor import render_upcoming_step
+from components.step_editor import next_prompt, render_upcoming_step
 from components.task_form import model_label, render_create_form
 
+logger = logging.getLogger("stepwise.app")
+
 CARDS_SHOWN = 25
+"""Completed steps drawn as cards on each rerun (the newest); the rest on request."""
+TASK_PARAM = "task"
+"""The URL query parameter holding the task id, so a page reload keeps the task."""
+_SHOWN_STATUSES = (StepStatus.COMPLETED, StepStatus.UNDONE)
+_RUNNABLE = (TaskStatus.ACTIVE, TaskStatus.FAILED)
+"""Task statuses whose steps can still run (a failed step waits to be fixed and retried)."""
+_STOP_REASONS = {
+    "last_step": "the last step ran; finalize the task",
+    "tool_approval": "a tool call awaits your approval",
+    "max_steps": "the step limit was reached",
+}
+
+
+def _current_task_id() -> str | None:
+    """The session's task, else the one in the URL (a reload starts a new session)."""
+    task_id = state.current_task_id()
+    url_id = st.query_params.get(TASK_PARAM)
+    if task_id is None and url_id:
+        state.set_current_task_id(url_id)
+        return url_id
+    if task_id is not None and url_id != task_id:
+        st.query_params[TASK_PARAM] = task_id
+    return task_id
+
+
+def _leave_task() -> None:
+    state.set_current_task_id(None)
+    st.query_params.pop(TASK_PARAM, None)
 
 
 def _human_llm(runner: ParallelAgentRunner) -> HumanLLM | None:
@@ -25,31 +63,33 @@ def _human_llm(runner: ParallelAgentRunner) -> HumanLLM | None:
     return llm if isinstance(llm, HumanLLM) else None
 
 
-def _header(runner: ParallelAgentRunner, task_state: TaskState) -> None:
+def _header(task_state: TaskState) -> None:
     task = task_state.task
-    st.subheader(task.input[:200] + ("…" if len(task.input) > 200 else ""), anchor=False)
+    st.caption("Task")
+    text = task.input[:2000] + ("…" if len(task.input) > 2000 else "")
+    st.code(text, language=None, wrap_lines=True)
     usage = task.usage
     cost = f"${usage.cost_usd:.4f}" if usage.cost_usd is not None else "cost unknown"
     st.caption(
         f"Status: **{task.status.value}** · {len(task_state.completed)} steps done · "
         f"{len(task_state.queue)} upcoming · {usage.total_tokens:,} tokens · {cost}"
     )
-    st.caption(f"Model: {model_label(runtime.spec_of(task.task_id))}")
+    st.text(f"Model: {model_label(runtime.spec_of(task.task_id))}")  # names are not markdown
 
 
 def _breakpoints() -> list[Breakpoint]:
     with st.popover("Breakpoints"):
         before_tools = st.checkbox("Before any tool step", key="bp-tools")
-        tool = st.text_input("On tool named", key="bp-tool")
-        at_step = st.number_input("At step number", min_value=0, step=1, key="bp-step")
-        cost = st.number_input("When cost is over $", min_value=0.0, step=0.01, key="bp-cost")
+        tool = st.text_input("On the tool named", key="bp-tool")
+        after = st.number_input("After this many steps", min_value=0, step=1, key="bp-step")
+        cost = st.number_input("When the cost is over $", min_value=0.0, step=0.01, key="bp-cost")
     chosen: list[Breakpoint] = []
     if before_tools:
         chosen.append(OnTool())
     if tool.strip():
         chosen.append(OnTool(tool.strip()))
-    if at_step:
-        chosen.append(AtStep(int(at_step)))
+    if after:
+        chosen.append(AtStep(int(after)))
     if cost:
         chosen.append(CostOver(float(cost)))
     return chosen
@@ -57,15 +97,28 @@ def _breakpoints() -> list[Breakpoint]:
 
 def _run_until(runner: ParallelAgentRunner, task_id: str, stops: list[Breakpoint]) -> None:
     result = runner.run_until(task_id, stop=stops)
-    state.push_notice(
-        "info",
-        f"Ran {len(result.outputs)} steps; stopped: {result.reason}. {result.detail}".strip(),
-    )
+    if result.reason == "breakpoint" and not result.outputs:
+        # Stopped here already: like a debugger's "continue", run past this step, then go on.
+        # (max_steps=1 still stops at a tool call awaiting approval: it is never auto-approved.)
+        first = runner.run_until(task_id, max_steps=1)
+        result = first
+        if first.reason == "max_steps":
+            rest = runner.run_until(task_id, stop=stops)
+            result = rest.model_copy(update={"outputs": [*first.outputs, *rest.outputs]})
+    _report_run(result)
 
 
-def _controls(runner: ParallelAgentRunner, task_state: TaskState) -> None:
+def _report_run(result: RunUntilResult) -> None:
+    ran = f"Ran {len(result.outputs)} step{'s' if len(result.outputs) != 1 else ''}; stopped: "
+    if result.reason == "error":
+        state.push_notice("error", ran + "a step failed. " + result.detail)
+        return
+    why = _STOP_REASONS.get(result.reason) or result.detail or result.reason
+    state.push_notice("info", ran + why + ".")
+
+
+def _controls(runner: ParallelAgentRunner, task_state: TaskState, *, active: bool) -> None:
     task_id = task_state.task_id
-    active = task_state.task.status in (TaskStatus.ACTIVE, TaskStatus.FAILED)
     last = task_state.last_output
     columns = st.columns(6)
     stops = _breakpoints() if active else []
@@ -74,10 +127,12 @@ def _controls(runner: ParallelAgentRunner, task_state: TaskState) -> None:
         disabled=not active,
         help="Runs every ready step at once (parallel plan items and tool calls).",
     ):
-        attempt(lambda: runner.run_steps_in_queue(task_id))
+        with st.spinner("Running the ready steps…"):
+            attempt(lambda: runner.run_steps_in_queue(task_id))
         st.rerun()
-    if columns[1].button("Run until", disabled=not active):
-        attempt(lambda: _run_until(runner, task_id, stops))
+    if columns[1].button("Run until", disabled=not active, help="Set stops under Breakpoints."):
+        with st.spinner("Running until a stop…"):
+            attempt(lambda: _run_until(runner, task_id, stops))
         st.rerun()
     if columns[2].button("Undo", disabled=not active or not task_state.completed):
         attempt(lambda: runner.undo_step(task_id), success="Undid the last step.")
@@ -89,76 +144,121 @@ def _controls(runner: ParallelAgentRunner, task_state: TaskState) -> None:
         attempt(lambda: runner.abandon_task(task_id), success="Task abandoned.")
         st.rerun()
     if columns[5].button("New task"):
-        state.set_current_task_id(None)
+        _leave_task()
         st.rerun()
 
 
 def _feedback(runner: ParallelAgentRunner, task_id: str) -> None:
     with st.form("feedback", clear_on_submit=True, border=False):
         text = st.text_input("Add feedback (a message the model reads before its next step)")
-        if st.form_submit_button("Add feedback") and text.strip():
+        if st.form_submit_button("Add feedback"):
+            if not text.strip():
+                st.warning("Type the feedback first.")
+                return
             attempt(lambda: runner.add_feedback(task_id, text), success="Feedback added.")
             st.rerun()
 
 
-def _upcoming(runner: ParallelAgentRunner, task_state: TaskState) -> None:
-    st.markdown("#### Upcoming steps")
+def _finished(task_state: TaskState) -> None:
+    status = task_state.task.status
+    last = task_state.last_output
+    if status is TaskStatus.COMPLETED and last is not None:
+        st.success("Finished. The final answer:")
+        st.code("" if last.output is None else str(last.output), language=None, wrap_lines=True)
+    elif status is TaskStatus.ABANDONED:
+        st.info("This task was abandoned: its steps stay here to inspect. Start a new task.")
+    elif last is not None and last.is_last:
+        st.caption("The last step ran: finalize the task, or undo to go back.")
+    else:
+        st.caption("Nothing queued: undo to go back.")
+
+
+def _upcoming(runner: ParallelAgentRunner, task_state: TaskState, *, active: bool) -> None:
+    st.subheader("Upcoming steps", anchor=False)
     steps = task_state.step_queue
-    if not steps:
-        last = task_state.last_output
-        done = last is not None and last.is_last
-        st.caption("Done: finalize the task." if done else "Nothing queued: undo to go back.")
+    if not steps or task_state.task.status in (TaskStatus.COMPLETED, TaskStatus.ABANDONED):
+        _finished(task_state)
+    if not active:
+        status = task_state.task.status
+        why = "its model is not set up" if status in _RUNNABLE else f"the task is {status}"
+        for step in steps:
+            st.caption(f"{step.kind.value} step (not run: {why})")
         return
     human = _human_llm(runner)
-    active = task_state.task.status in (TaskStatus.ACTIVE, TaskStatus.FAILED)
     for step in steps:
-        if active:
-            render_upcoming_step(runner, step, ready=task_state.is_ready(step), human=human)
-        else:
-            st.caption(f"{step.kind.value} step (not run: the task is {task_state.task.status})")
+        render_upcoming_step(runner, step, ready=task_state.is_ready(step), human=human)
 
 
 def _history(task_state: TaskState) -> None:
-    st.markdown("#### Completed steps")
-    outputs = list(task_state.outputs.values())
-    if not outputs:
+    st.subheader("Completed steps", anchor=False)
+    total = len(task_state.outputs)
+    if not total:
         st.caption("No step has run yet.")
         return
-    show_all = len(outputs) > CARDS_SHOWN and st.checkbox(f"Show all {len(outputs)} steps")
-    shown = outputs if show_all else outputs[-CARDS_SHOWN:]
-    for output in reversed(shown):
-        if output.task_step.status in (StepStatus.COMPLETED, StepStatus.UNDONE):
-            render_step_card(output, expanded=output is task_state.last_output)
+    show_all = total > CARDS_SHOWN and st.checkbox(f"Show all {total} steps", key="show-all")
+    newest_first = reversed(task_state.outputs)  # dicts keep commit order: no sort, no copy
+    last = task_state.last_output
+    for step_id in newest_first if show_all else islice(newest_first, CARDS_SHOWN):
+        output = task_state.outputs[step_id]
+        if output.task_step.status in _SHOWN_STATUSES:
+            render_step_card(output, expanded=output is last)
+
+
+def _memory(runner: ParallelAgentRunner, task_state: TaskState) -> None:
+    with st.expander("What the model sees next"):
+        ready = (s for s in task_state.step_queue if task_state.is_ready(s))
+        step = next(ready, None)
+        if step is None:
+            render_memory(runner.preview_messages(task_state.task_id))
+        else:
+            render_memory(next_prompt(runner, step, step.input))
+
+
+def _runner_for(task_id: str) -> tuple[ParallelAgentRunner, str | None]:
+    """The task's runner, or a read-only one and why its own could not be built."""
+    try:
+        return runtime.runner_for(runtime.spec_of(task_id)), None
+    except AgentCoreError as exc:  # No key for its provider, say: still show the task.
+        runtime.reader().get_task(task_id)  # An unknown task id is not a key problem.
+        return runtime.reader(), str(exc)
 
 
 def _task_view(task_id: str) -> None:
-    runner = runtime.runner_for(runtime.spec_of(task_id))
+    runner, problem = _runner_for(task_id)
     task_state = runner.get_task_state(task_id)
-    _header(runner, task_state)
-    _controls(runner, task_state)
+    status = task_state.task.status
+    active = problem is None and status in _RUNNABLE
+    _header(task_state)
+    if problem is not None:
+        show_message("warning", problem, headline="Read only: this task's model is not set up.")
+    _controls(runner, task_state, active=active)
     left, right = st.columns([3, 2], gap="large")
     with left:
-        _upcoming(runner, task_state)
-        if task_state.task.status in (TaskStatus.ACTIVE, TaskStatus.FAILED):
+        _upcoming(runner, task_state, active=active)
+        if active:
             _feedback(runner, task_id)
         _history(task_state)
     with right:
-        st.markdown("#### Step DAG")
+        st.subheader("Step DAG", anchor=False)
         render_dag(task_state)
-        with st.expander("What the model sees next"):
-            render_memory(runner.preview_messages(task_id))
+        if problem is None:
+            _memory(runner, task_state)
 
 
 show_notice()
-task_id = state.current_task_id()
-if task_id is None:
+current = _current_task_id()
+if current is None:
     render_create_form()
 else:
     try:
-        _task_view(task_id)
-    except AgentCoreError as error:
-        st.error("This task could not be shown.")
-        st.code(str(error), language=None, wrap_lines=True)
+        _task_view(current)
+    except Exception as error:  # Never a traceback on the page; st.rerun() is not an Exception.
+        if not isinstance(error, AgentCoreError):
+            logger.exception("showing task %s failed", current)
+        text = (
+            str(error) if isinstance(error, AgentCoreError) else f"{type(error).__name__}: {error}"
+        )
+        show_message("error", text, headline="This task could not be shown.")
         if st.button("Back to a new task"):
-            state.set_current_task_id(None)
+            _leave_task()
             st.rerun()

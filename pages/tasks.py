@@ -1,32 +1,40 @@
-"""Tasks: every task in the store, to open, delete, export or import."""
+"""Tasks: every task in the store, to open, delete, export as a trace, or import one."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from components import runtime, state
-from components.actions import attempt, show_notice
+from components import runtime
+from components.actions import show_notice
+from components.task_list import (
+    ALL_STATUSES,
+    PAGE_SIZE,
+    filter_tasks,
+    render_import,
+    render_task_row,
+    status_options,
+)
 
 show_notice()
 st.header("Tasks")
 tasks = runtime.reader().list_tasks()
+render_import()
 if not tasks:
-    st.caption("No tasks yet: create one on the Stepper page.")
-for summary in tasks:
-    cost = f"${summary.usage.cost_usd:.4f}" if summary.usage.cost_usd is not None else "—"
-    with st.container(border=True):
-        info, open_col, delete_col = st.columns([6, 1, 1])
-        info.text(summary.input[:120])
-        info.caption(
-            f"{summary.status.value} · {summary.steps_completed} steps done · "
-            f"{summary.steps_upcoming} upcoming · {summary.usage.total_tokens:,} tokens · "
-            f"{cost} · {summary.updated_at:%Y-%m-%d %H:%M}"
-        )
-        if open_col.button("Open", key=f"open-{summary.task_id}"):
-            state.set_current_task_id(summary.task_id)
-            st.switch_page("pages/stepper.py")
-        if delete_col.button("Delete", key=f"delete-{summary.task_id}"):
-            attempt(lambda s=summary: runtime.reader().delete_task(s.task_id), success="Deleted.")
-            if state.current_task_id() == summary.task_id:
-                state.set_current_task_id(None)
-            st.rerun()
+    st.caption("No tasks yet: create one on the Stepper page, or import a trace.")
+    st.stop()
+
+options = status_options(tasks)
+status_col, search_col = st.columns([1, 2])
+status = status_col.selectbox(
+    "Status", list(options), format_func=options.__getitem__, key="tasks-status"
+)
+query = search_col.text_input("Search the task inputs", key="tasks-query")
+shown = filter_tasks(tasks, status=status or ALL_STATUSES, query=query)
+if len(shown) > PAGE_SIZE and not st.toggle(f"Show all {len(shown)} tasks", key="tasks-show-all"):
+    st.caption(f"The {PAGE_SIZE} most recently updated of {len(shown)} tasks.")
+    shown = shown[:PAGE_SIZE]
+if not shown:
+    st.caption("No task matches the filter.")
+store = runtime.shared_store()
+for task in shown:
+    render_task_row(task, store=store)

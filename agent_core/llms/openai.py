@@ -64,7 +64,9 @@ class OpenAILLM:
 
     Args:
         model: The model name, e.g. "gpt-4o-mini", or a local server's model ("llama3.2").
-        api_key: The key; defaults to the `OPENAI_API_KEY` environment variable.
+        api_key: The key; defaults to the `OPENAI_API_KEY` environment variable, but only
+            when no `base_url` is given: an OpenAI key is never sent to another server
+            unless passed here.
         base_url: An OpenAI-compatible server's URL, or a name in `OPENAI_COMPATIBLE_PRESETS`
             ("ollama"); defaults to `OPENAI_BASE_URL`, then OpenAI. No key is needed with it.
         client: A ready SDK client (tests pass one with a recorded transport); when given,
@@ -99,6 +101,8 @@ class OpenAILLM:
         self.prices = prices or PriceTable()
         self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries)
         # The key lives only inside the SDK client, so no repr, log or pickle of ours shows it.
+        if api_key is None and base_url is None:
+            api_key = os.environ.get("OPENAI_API_KEY")
         self._client = client or _make_client(api_key, _resolve_base_url(base_url), timeout)
         self.base_url = str(self._client.base_url).rstrip("/")
 
@@ -223,7 +227,7 @@ def _resolve_base_url(base_url: str | None) -> str | None:
 
 
 def _make_client(api_key: str | None, base_url: str | None, timeout: float) -> openai.AsyncOpenAI:
-    key = api_key or os.environ.get("OPENAI_API_KEY")
+    key = api_key
     if not key:
         if base_url is None:
             raise UserError(

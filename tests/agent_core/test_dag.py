@@ -5,7 +5,14 @@ from typing import Any
 
 import pytest
 
-from agent_core.dag import STATUS_COLORS, build_dag, to_dot, to_vis_data
+from agent_core.dag import (
+    COLLAPSED_NODE,
+    STATUS_COLORS,
+    build_dag,
+    collapse_older,
+    to_dot,
+    to_vis_data,
+)
 from agent_core.errors import UserError
 from agent_core.types import StepKind, StepStatus, Task, TaskState, TaskStep, TaskStepOutput
 
@@ -154,9 +161,15 @@ def test_undone_step_and_its_rerun_are_both_drawn_with_undone_greyed() -> None:
     assert "dashed" not in dot_nodes["new"]["style"]
 
     vis_nodes = {node["id"]: node for node in to_vis_data(graph)["nodes"]}
-    assert vis_nodes["old"]["color"] == STATUS_COLORS["undone"] != vis_nodes["new"]["color"]
-    assert vis_nodes["old"]["group"] == "undone"
-    assert vis_nodes["old"]["shapeProperties"] == {"borderDashes": True}
+    old, new = vis_nodes["old"], vis_nodes["new"]
+    assert old["color"]["background"] == STATUS_COLORS["undone"]
+    assert new["color"]["background"] == STATUS_COLORS["completed"]
+    assert old["group"] == "undone"
+    assert old["shapeProperties"] == {"borderDashes": True}
+    assert new["shapeProperties"] == {"borderDashes": False}
+    # The dashes need a border unlike the grey fill, and the text is greyed as well.
+    assert old["color"]["border"] != old["color"]["background"]
+    assert old["font"]["color"] != new["font"]["color"]
 
 
 def test_fan_in_gets_depends_on_edges_without_duplicating_next_edges() -> None:
@@ -271,3 +284,67 @@ def test_dot_drops_control_characters_and_normalises_line_breaks() -> None:
 
     assert graph.nodes["a"]["input"] == "a\x00b\x1b[31m\r\nc\rd"  # plain text, left as it was
     assert nodes["a"]["tooltip"] == "input: ab[31m\nc\nd"
+
+
+def chain(count: int, **fields: Any) -> TaskState:
+    return make_state(
+        *(
+            step(f"s{n}", prev_step_ids=[f"s{n - 1}"] if n > 1 else [], number=n, **fields)
+            for n in range(1, count + 1)
+        )
+    )
+
+
+def test_collapse_older_keeps_the_newest_steps_and_folds_the_rest_into_one_node() -> None:
+    graph = build_dag(chain(10, status=StepStatus.COMPLETED))
+
+    window = collapse_older(graph, keep=3)
+
+    assert list(window.nodes) == [COLLAPSED_NODE, "s8", "s9", "s10"]
+    assert list(window.edges) == [(COLLAPSED_NODE, "s8"), ("s8", "s9"), ("s9", "s10")]
+    folded = window.nodes[COLLAPSED_NODE]
+    assert folded["label"] == "… 7 earlier steps"
+    assert folded["undone"] is False
+    assert window.nodes["s9"] == graph.nodes["s9"]
+    assert graph.number_of_nodes() == 10  # The full graph is left as it was.
+    levels = {node["id"]: node["level"] for node in to_vis_data(window)["nodes"]}
+    assert levels == {COLLAPSED_NODE: 0, "s8": 1, "s9": 2, "s10": 3}
+    nodes, _ = parse_dot(to_dot(window))
+    assert nodes[COLLAPSED_NODE]["label"] == "… 7 earlier steps"
+
+
+def test_collapse_older_returns_a_short_graph_unchanged() -> None:
+    graph = build_dag(chain(3))
+
+    assert collapse_older(graph, keep=3) is graph
+
+
+def test_collapse_older_links_the_folded_node_to_every_step_that_followed_a_folded_one() -> None:
+    state = make_state(
+        step("plan", kind=StepKind.PLAN, status=StepStatus.COMPLETED),
+        step("x", prev_step_ids=["plan"], status=StepStatus.COMPLETED),
+        step("y", prev_step_ids=["plan"]),
+        step("join", prev_step_ids=["y"], depends_on=["x", "y"]),
+    )
+
+    window = collapse_older(build_dag(state), keep=2)
+
+    assert set(window.nodes) == {COLLAPSED_NODE, "y", "join"}
+    assert window.edges[COLLAPSED_NODE, "y"]["relation"] == "next"
+    assert window.edges[COLLAPSED_NODE, "join"]["relation"] == "next"  # From x, folded.
+    assert window.edges["y", "join"]["relation"] == "next"
+
+
+def test_collapse_older_drops_edges_into_folded_steps_in_bad_data() -> None:
+    state = make_state(step("a", prev_step_ids=["c"]), step("b"), step("c"))
+
+    window = collapse_older(build_dag(state), keep=1)
+
+    assert list(window.nodes) == [COLLAPSED_NODE, "c"]
+    assert window.number_of_edges() == 0
+    assert all(window.nodes[n] for n in window.nodes)  # No attribute-less phantom node.
+
+
+def test_collapse_older_refuses_to_keep_fewer_than_one_step() -> None:
+    with pytest.raises(UserError, match="keep must be at least 1"):
+        collapse_older(build_dag(chain(3)), keep=0)

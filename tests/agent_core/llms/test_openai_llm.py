@@ -575,3 +575,12 @@ async def test_a_streamed_step_shows_openai_tokens_as_they_arrive() -> None:
     completed = events[-1]
     assert isinstance(completed, StepCompletedEvent)
     assert completed.output.usage.completion_tokens == 7
+
+
+def test_an_openai_key_from_the_environment_never_goes_to_another_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-openai-key")
+    local = OpenAILLM("llama3.2", base_url="ollama")
+    assert local._client.api_key != "sk-real-openai-key"
+    assert OpenAILLM("gpt-4o-mini")._client.api_key == "sk-real-openai-key"

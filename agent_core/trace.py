@@ -1,0 +1,281 @@
+"""Task traces: one task's whole history as a JSON file, to share, archive and view again.
+
+`export_trace` writes everything a store keeps of a task: the task (memory and worker state
+included), every step (undone and failed ones too), their outputs, the queue and the undo
+snapshots. `import_trace` reads such a file back into a store as a new task.
+
+A trace is untrusted input: it may come from another person or have been edited by hand. So
+an imported task is for viewing only. It gets fresh task and step ids (importing twice, or
+importing a task that is still in the store, never overwrites anything), and its status
+becomes `abandoned` unless it was `completed`, so no step of it can run, be undone or be
+edited: running a queued tool call or reverting a recorded file write from a stranger's
+trace would touch this machine. The original status stays readable in the file.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from agent_core._worker_state import dump_state
+from agent_core.errors import UserError
+from agent_core.spec import AgentSpec
+from agent_core.store.base import MemoryWrite, Store, TaskChange
+from agent_core.types import TaskState, TaskStatus, TaskStep, new_id, utcnow
+
+__all__ = ["MAX_TRACE_BYTES", "TRACE_FORMAT", "TRACE_VERSION", "export_trace", "import_trace"]
+
+TRACE_FORMAT = "stepwise.trace"
+"""The `format` field every trace carries."""
+TRACE_VERSION = 1
+"""The trace layout this module writes and reads."""
+_MB = 1024 * 1024
+MAX_TRACE_BYTES = 50 * _MB
+"""The largest trace `import_trace` accepts (50 MB)."""
+
+_HOW_TO_GET_ONE = "export the task again (Tasks page, Export) and import that file"
+_MAX_PROBLEMS_SHOWN = 3
+_MAX_SHOWN_CHARS = 60
+
+
+def export_trace(state: TaskState) -> str:
+    """The task as a trace: a JSON document that `import_trace` reads back.
+
+    The document is `{"format": "stepwise.trace", "version": 1, "exported_at": ...,
+    "task": <the TaskState as JSON>}`. It is ASCII-only (other characters are JSON
+    escapes), so any text a model produced survives every file system and encoding. It holds
+    no API keys: a task's spec never contains one.
+    """
+    document = {
+        "format": TRACE_FORMAT,
+        "version": TRACE_VERSION,
+        "exported_at": utcnow().isoformat(),
+        "task": state.model_dump(mode="json"),
+    }
+    return json.dumps(document, indent=1)
+
+
+def import_trace(text: str | bytes, store: Store, *, as_new: bool = True) -> str:
+    """Store the task in a trace as a read-only task; return its task id.
+
+    The task is `abandoned` after import unless it was `completed` (see the module docstring
+    for why), with every step, output, snapshot and message as exported. Steps always get
+    fresh ids, so an import never touches another task's rows.
+
+    Args:
+        text: The trace, as `export_trace` wrote it (bytes are read as UTF-8).
+        store: Where to put the task.
+        as_new: Give the task a fresh id (the default, so importing twice gives two tasks).
+            False keeps the trace's task id, to restore a task into a store that lacks it.
+
+    Raises:
+        UserError: The text is not a trace this version can read (too large, not JSON, wrong
+            format or version, fields that do not validate, steps that refer to nothing), or
+            `as_new=False` and the store already has a task with that id.
+    """
+    state = _read_state(_parse(text))
+    task_id = new_id() if as_new else _free_task_id(state.task_id, store)
+    imported = _renamed(state, task_id)
+    store.commit(
+        TaskChange(
+            state=imported,
+            base_version=None,
+            steps=list(imported.steps.values()),
+            outputs=list(imported.outputs.values()),
+            snapshots=list(imported.snapshots.values()),
+            memory=MemoryWrite(keep=0, append=imported.task.memory.get_all()),
+        )
+    )
+    return task_id
+
+
+# ------------------------------------------------------------------------- reading
+
+
+def _parse(text: str | bytes) -> dict[str, Any]:
+    """The trace document, checked for size, encoding, JSON, format and version."""
+    if len(text) > MAX_TRACE_BYTES:
+        raise UserError(
+            f"the trace is {len(text) / _MB:.1f} MB; traces over {MAX_TRACE_BYTES // _MB} MB "
+            "are refused. Check that the file is a Stepwise trace"
+        )
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise UserError(
+                f"the file is not UTF-8 text (bad byte at offset {exc.start}); a Stepwise "
+                f"trace is a JSON file: {_HOW_TO_GET_ONE}"
+            ) from None
+    try:
+        document = json.loads(text.removeprefix("\ufeff"), parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"the file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+            f"it may be cut short: {_HOW_TO_GET_ONE}"
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise UserError(f"the file is not a JSON trace Stepwise can read ({exc})") from None
+    _check_header(document)
+    return document
+
+
+def _refuse_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON; a store would refuse them later, less clearly.
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _check_header(document: Any) -> None:
+    found = document.get("format") if isinstance(document, dict) else None
+    if found != TRACE_FORMAT:
+        raise UserError(
+            f"this JSON is not a Stepwise trace (its format is {_shown(found)}, expected "
+            f"{TRACE_FORMAT!r}): {_HOW_TO_GET_ONE}"
+        )
+    version = document.get("version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > TRACE_VERSION:
+        raise UserError(
+            f"this trace has format version {version}, but this Stepwise reads version "
+            f"{TRACE_VERSION}; upgrade Stepwise to import it"
+        )
+    if version != TRACE_VERSION:
+        raise UserError(
+            f"this trace's version is {_shown(version)}, expected {TRACE_VERSION}: "
+            f"{_HOW_TO_GET_ONE}"
+        )
+    if not isinstance(document.get("task"), dict):
+        raise UserError(
+            f"this trace holds no task (its 'task' field is missing): {_HOW_TO_GET_ONE}"
+        )
+
+
+def _read_state(document: dict[str, Any]) -> TaskState:
+    """The trace's task, validated field by field and checked for dangling step ids."""
+    try:
+        state = TaskState.model_validate(document["task"])
+    except ValidationError as exc:
+        raise UserError(_describe(exc, at=("task",))) from None
+    except RecursionError:
+        raise UserError("the trace is nested too deeply to be a Stepwise trace") from None
+    if state.task.spec is not None:
+        # The app rebuilds an agent from the spec to show the task: refuse one it cannot.
+        try:
+            AgentSpec.model_validate(state.task.spec)
+        except ValidationError as exc:
+            raise UserError(_describe(exc, at=("task", "task", "spec"))) from None
+    _check_references(state)
+    return state
+
+
+def _describe(exc: ValidationError, *, at: tuple[str, ...]) -> str:
+    """The first few validation problems, each with its place in the file (no values)."""
+    problems = []
+    for error in exc.errors(include_url=False)[:_MAX_PROBLEMS_SHOWN]:
+        where = ".".join(_clip(str(part)) for part in (*at, *error["loc"]))
+        problems.append(f"{where}: {error['msg']}")
+    more = exc.error_count() - len(problems)
+    tail = f"; and {more} more" if more > 0 else ""
+    return (
+        f"the trace does not match the trace format ({'; '.join(problems)}{tail}); it may "
+        f"have been edited by hand or made by another program: {_HOW_TO_GET_ONE}"
+    )
+
+
+def _check_references(state: TaskState) -> None:
+    for key, step in state.steps.items():
+        if key != step.step_id:
+            raise _inconsistent(
+                f"the step under {_shown(key)} says its id is {_shown(step.step_id)}"
+            )
+    lists = {
+        "queue": state.queue,
+        "completed steps": state.completed,
+        "outputs": state.outputs,
+        "undo snapshots": state.snapshots,
+    }
+    for what, ids in lists.items():
+        for step_id in ids:
+            if step_id not in state.steps:
+                raise _inconsistent(f"its {what} name step {_shown(step_id)}, which it lacks")
+
+
+def _inconsistent(detail: str) -> UserError:
+    return UserError(f"the trace is inconsistent ({detail}): {_HOW_TO_GET_ONE}")
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_SHOWN_CHARS else text[: _MAX_SHOWN_CHARS - 1] + "…"
+
+
+def _shown(value: Any) -> str:
+    return _clip(repr(value))
+
+
+def _free_task_id(task_id: str, store: Store) -> str:
+    if store.task_version(task_id) is not None:
+        raise UserError(
+            f"the store already has task {task_id[:8]}; import the trace as a new task "
+            "(as_new=True) or delete that task first"
+        )
+    if ":" in task_id:  # The store keys shared conversations as "conversation:<id>".
+        raise UserError(f"the trace's task id {_shown(task_id)} is not one Stepwise makes")
+    return task_id
+
+
+# ------------------------------------------------------------------------- renaming
+
+
+def _renamed(state: TaskState, task_id: str) -> TaskState:
+    """A copy of `state` under `task_id` with fresh step ids, read-only, at version 1."""
+    ids = {old: new_id() for old in state.steps}
+    steps = {ids[old]: _renamed_step(step, task_id, ids) for old, step in state.steps.items()}
+    outputs = {
+        ids[old]: output.model_copy(
+            update={
+                "task_step": steps[ids[old]],
+                "next_steps": [
+                    steps[ids[s.step_id]] for s in output.next_steps if s.step_id in ids
+                ],
+            }
+        )
+        for old, output in state.outputs.items()
+    }
+    snapshots = {
+        ids[old]: snap.model_copy(update={"step_id": ids[old]})
+        for old, snap in state.snapshots.items()
+    }
+    finished = state.task.status is TaskStatus.COMPLETED
+    task = state.task.model_copy(
+        update={
+            "task_id": task_id,
+            "status": TaskStatus.COMPLETED if finished else TaskStatus.ABANDONED,
+            "updated_at": utcnow(),
+        }
+    )
+    renamed = TaskState(
+        task=task,
+        steps=steps,
+        outputs=outputs,
+        queue=[ids[s] for s in state.queue],
+        completed=[ids[s] for s in state.completed],
+        snapshots=snapshots,
+        version=1,
+    )
+    renamed._extra_state_json = dump_state(task.extra_state, task_id=task_id, step_id="")
+    return renamed
+
+
+def _renamed_step(step: TaskStep, task_id: str, ids: dict[str, str]) -> TaskStep:
+    # Links to steps the trace lacks are dropped: they named nothing there either (undo
+    # removes the steps it dequeues), and a dangling id could name a step of another task.
+    return step.model_copy(
+        update={
+            "task_id": task_id,
+            "step_id": ids[step.step_id],
+            "prev_step_ids": [ids[s] for s in step.prev_step_ids if s in ids],
+            "next_step_ids": [ids[s] for s in step.next_step_ids if s in ids],
+            "depends_on": [ids[s] for s in step.depends_on if s in ids],
+        }
+    )

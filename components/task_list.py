@@ -1,0 +1,187 @@
+"""The Tasks page's pieces: the filtered task list, its rows, and trace export and import.
+
+A task's input came from a person or a model, so it is shown with `st.text`, never markdown.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+
+import streamlit as st
+
+from agent_core.errors import AgentCoreError, TaskNotFoundError
+from agent_core.llms.base import Usage
+from agent_core.store.base import Store, TaskSummary
+from agent_core.trace import MAX_TRACE_BYTES, export_trace, import_trace
+from agent_core.types import TaskStatus
+from components import runtime, state
+from components.actions import attempt
+
+__all__ = [
+    "ALL_STATUSES",
+    "PAGE_SIZE",
+    "cost_text",
+    "filter_tasks",
+    "import_upload",
+    "render_import",
+    "render_task_row",
+    "status_options",
+    "summary_line",
+    "trace_data",
+    "trace_file_name",
+]
+
+logger = logging.getLogger("stepwise.app")
+
+PAGE_SIZE = 50
+"""How many tasks the list shows before "Show all"."""
+ALL_STATUSES = "all"
+_INPUT_SHOWN_CHARS = 160
+READ_ONLY_NOTE = (
+    "Imported traces are read-only: the task gets a new id and is shown as abandoned (or "
+    "completed), so nothing in it can run, be edited or be undone."
+)
+
+
+def filter_tasks(tasks: Sequence[TaskSummary], *, status: str, query: str) -> list[TaskSummary]:
+    """The tasks with `status` (or any, for "all") whose input contains `query`, latest first.
+
+    Latest means most recently updated, so a task just run or imported is at the top.
+    """
+    needle = query.strip().casefold()
+    chosen = [
+        task
+        for task in tasks
+        if (status == ALL_STATUSES or task.status.value == status)
+        and (not needle or needle in task.input.casefold())
+    ]
+    return sorted(chosen, key=lambda task: task.updated_at, reverse=True)
+
+
+def cost_text(usage: Usage) -> str:
+    """The cost as dollars, or a dash when the model's price is unknown."""
+    return f"${usage.cost_usd:.4f}" if usage.cost_usd is not None else "cost —"
+
+
+def summary_line(task: TaskSummary) -> str:
+    """Status, steps, tokens, cost and time of a task; holds no model or user text."""
+    done = "1 step" if task.steps_completed == 1 else f"{task.steps_completed} steps"
+    return (
+        f"{task.status.value} · {done} done · {task.steps_upcoming} upcoming · "
+        f"{task.usage.total_tokens:,} tokens · {cost_text(task.usage)} · "
+        f"updated {task.updated_at:%Y-%m-%d %H:%M} UTC · id {task.task_id[:8]}"
+    )
+
+
+def _one_line(text: str) -> str:
+    flat = re.sub(r"\s+", " ", text).strip() or "(empty input)"
+    return flat if len(flat) <= _INPUT_SHOWN_CHARS else flat[: _INPUT_SHOWN_CHARS - 1] + "…"
+
+
+def trace_file_name(task_id: str) -> str:
+    """The name a downloaded trace gets."""
+    return f"stepwise-task-{task_id[:8]}.json"
+
+
+def trace_data(store: Store, task_id: str) -> Callable[[], str]:
+    """The trace of `task_id`, built only when called (when the download is clicked)."""
+
+    def build() -> str:
+        # Runs on a server thread outside the script: it must not call Streamlit.
+        loaded = store.load_task(task_id)
+        if loaded is None:
+            raise TaskNotFoundError(f"task {task_id[:8]} was deleted; nothing to export")
+        return export_trace(loaded)
+
+    return build
+
+
+def import_upload(data: bytes) -> str:
+    """Import a trace file's bytes into the app's store; the new task's id."""
+    return import_trace(data, runtime.shared_store())
+
+
+def render_task_row(task: TaskSummary, *, store: Store) -> None:
+    """One task: its input as plain text, its numbers, and Open, Export and Delete.
+
+    `store` is where Export reads the task from when the download is clicked.
+    """
+    task_id = task.task_id
+    with st.container(border=True):
+        info, open_col, export_col, delete_col = st.columns(
+            [7, 1, 1, 1], vertical_alignment="center"
+        )
+        info.text(_one_line(task.input))
+        info.caption(summary_line(task))
+        if open_col.button("Open", key=f"open-{task_id}"):
+            state.set_current_task_id(task_id)
+            st.switch_page("pages/stepper.py")
+        export_col.download_button(
+            "Export",
+            data=trace_data(store, task_id),
+            file_name=trace_file_name(task_id),
+            mime="application/json",
+            key=f"export-{task_id}",
+            on_click="ignore",
+            help="Download the task's full trace (steps, outputs, memory) as JSON.",
+        )
+        with delete_col.popover("Delete", key=f"delete-{task_id}"):
+            st.caption("Delete this task with all its steps? This cannot be undone.")
+            if st.button("Delete for good", key=f"delete-confirm-{task_id}", type="primary"):
+                _delete(task_id)
+
+
+def _delete(task_id: str) -> None:
+    attempt(lambda: runtime.reader().delete_task(task_id), success=f"Deleted task {task_id[:8]}.")
+    if state.current_task_id() == task_id:
+        state.set_current_task_id(None)
+    st.rerun()
+
+
+def render_import() -> None:
+    """Upload a trace file and import it as a new, read-only task, then open it."""
+    with st.expander("Import a trace"):
+        st.caption(READ_ONLY_NOTE)
+        upload = st.file_uploader(
+            "Trace file (.json, exported from this page)",
+            type=["json"],
+            key="trace-upload",
+            max_upload_size=MAX_TRACE_BYTES // (1024 * 1024),
+        )
+        if not st.button("Import", key="trace-import", disabled=upload is None):
+            return
+        assert upload is not None  # The button is disabled without a file.
+        task_id = _try_import(upload.getvalue())
+        if task_id is None:
+            return
+        state.push_notice("success", f"Imported task {task_id[:8]}. {READ_ONLY_NOTE}")
+        state.set_current_task_id(task_id)
+        st.switch_page("pages/stepper.py")
+
+
+def _try_import(data: bytes) -> str | None:
+    """The imported task's id, or None after showing why the import failed."""
+    try:
+        return import_upload(data)
+    except AgentCoreError as exc:
+        problem = str(exc)
+    except Exception as exc:  # A bug, not a bad file: log the traceback, show a sentence.
+        logger.exception("trace import failed")
+        problem = f"Something went wrong ({type(exc).__name__}: {exc})."
+    # The message may quote the file, so it is shown as plain text, not markdown.
+    st.error("The trace could not be imported.")
+    st.code(problem, language=None, wrap_lines=True)
+    return None
+
+
+def status_options(tasks: Sequence[TaskSummary]) -> dict[str, str]:
+    """Status filter choices, each labelled with how many tasks have it."""
+    counts = {status.value: 0 for status in TaskStatus}
+    for task in tasks:
+        counts[task.status.value] += 1
+    return {
+        ALL_STATUSES: f"all ({len(tasks)})",
+        **{status: f"{status} ({count})" for status, count in counts.items()},
+    }
