@@ -6,6 +6,7 @@ task. A spec never holds a key: keys come from the environment (or the caller) a
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,6 +27,9 @@ WorkerKind = Literal["react", "function_calling", "planner"]
 ProviderName = Literal["demo", "human", "openai", "anthropic"]
 ToolName = Literal["arithmetic", "calculator", "files", "python", "image"]
 SubAgentName = Literal["code", "file", "image"]
+
+WORKSPACES_ENV = "STEPWISE_WORKSPACES"
+"""Overrides the default folder of task workspaces (tests and deployments set it)."""
 
 DEFAULT_MODELS: dict[str, str] = {
     "demo": "demo (scripted)",
@@ -56,7 +60,7 @@ class AgentSpec(BaseModel):
     """The planner's sub-agents (planner only)."""
     tool_approval: bool = False
     max_iterations: int = Field(default=10, ge=1, le=200)
-    workspace: str = "workspaces"
+    workspace: str = Field(default_factory=lambda: os.environ.get(WORKSPACES_ENV, "workspaces"))
     """Folder holding one workspace folder per task."""
 
     @property

@@ -12,6 +12,7 @@ import json
 import os
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from agent_core import ParallelAgentRunner
 from agent_core.llms.pricing import ModelPrice, PriceTable
@@ -50,7 +51,14 @@ def runner_for(spec: AgentSpec) -> ParallelAgentRunner:
     # A key typed for OpenAI goes to OpenAI only, never to a local or custom server.
     key = state.api_key(spec.provider) if not spec.base_url else None
     prices = json.dumps(state.price_overrides(), sort_keys=True)
-    return _runner(spec.model_dump_json(), prices, _key_id(key), key)
+    # "You are the model" queues typed replies in the runner's model: one runner per session.
+    owner = _session_id() if spec.provider == "human" else ""
+    return _runner(spec.model_dump_json(), prices, f"{_key_id(key)}:{owner}", key)
+
+
+def _session_id() -> str:
+    context = get_script_run_ctx()
+    return context.session_id if context is not None else ""
 
 
 def reader() -> ParallelAgentRunner:

@@ -174,6 +174,7 @@ def _render_text_step(
         return
     if run:
         if human is not None and reply.strip():
+            human.clear()  # A reply typed for an earlier failed attempt must not answer this.
             human.supply(reply)
         attempt(lambda: _run(runner, step, new_input, changed))
         st.rerun()

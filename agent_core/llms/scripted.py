@@ -145,6 +145,10 @@ class HumanLLM(_NoNetworkLLM):
         """Queue the reply the next call returns."""
         self._queued.append(reply)
 
+    def clear(self) -> None:
+        """Drop queued replies (one typed for a step that failed before the model call)."""
+        self._queued.clear()
+
     @property
     def waiting(self) -> bool:
         """True when no reply is queued."""

@@ -1,25 +1,26 @@
 """Shared fixtures for the app's AppTest tests.
 
-`app` gives a ready `AppTest` of the whole app (`app.py`, so `st.navigation` and every page
-work) on a fresh SQLite file in `tmp_path`:
+`app` gives a ready (not yet run) `AppTest` of the whole app (`app.py`, so `st.navigation`
+and every page work) on a fresh SQLite file in `tmp_path`:
 
-- `st.cache_resource` and `st.cache_data` are cleared first: they are process-wide, and the
-  shared store and runners live there, so without this a test would see the last test's
-  database.
-- env `STEPWISE_DB` points at `tmp_path / "stepwise.db"` (also returned by the `db_path`
-  fixture, so a test can open its own `SQLiteStore` on it and check what the page stored).
-- env `STEPWISE_WORKSPACES` and the working folder are `tmp_path`: `AgentSpec.workspace`
-  defaults to the relative folder "workspaces", so files written by tools land in
-  `tmp_path / "workspaces"` and never in the repository.
+- `st.cache_resource` and `st.cache_data` are cleared before and after the test: they are
+  process-wide, and the shared store and runners live there, so without this a test would
+  see the last test's database.
+- env `STEPWISE_DB` points at `tmp_path / "stepwise.db"` (the `db_path` fixture), so a test
+  can open its own `SQLiteStore(db_path)` and check what the page stored.
+- env `STEPWISE_WORKSPACES` is `tmp_path / "workspaces"` and the working folder is
+  `tmp_path`: `AgentSpec.workspace` defaults to the relative folder "workspaces", so files
+  written by tools land in `tmp_path / "workspaces"` either way, never in the repository.
 
-The fixture does not run the script: call `app.run()` yourself (after setting session state
-if the test needs it). `new_app()` builds another AppTest on the same database, for tests
-that simulate a reload or a second browser tab.
+Call `app.run()` yourself (after setting `app.session_state` or `app.query_params` if the
+test needs them), and switch pages with `app.switch_page("pages/tasks.py")`. `make_app()`
+(or `new_app()`) builds another AppTest on the same database: a reload, or a second tab;
+clear the caches before it to simulate a server restart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -42,15 +43,24 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "stepwise.db"
 
 
-@pytest.fixture
-def app_env(tmp_path: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Clear Streamlit's caches and point the app's database and workspaces at `tmp_path`."""
+def _clear_caches() -> None:
     st.cache_resource.clear()
     st.cache_data.clear()
+
+
+@pytest.fixture
+def app_env(tmp_path: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Clear Streamlit's caches and point the app's database and workspaces at `tmp_path`.
+
+    The caches are cleared again afterwards, so no later test (app or not) inherits this
+    test's store or runners.
+    """
+    _clear_caches()
     monkeypatch.setenv("STEPWISE_DB", str(db_path))
     monkeypatch.setenv("STEPWISE_WORKSPACES", str(tmp_path / "workspaces"))
     monkeypatch.chdir(tmp_path)
-    return tmp_path
+    yield tmp_path
+    _clear_caches()
 
 
 @pytest.fixture

@@ -21,14 +21,16 @@ from streamlit.testing.v1 import AppTest
 from agent_core.dag import STATUS_COLORS, build_dag
 from agent_core.demos import ARITHMETIC_TASK, PARALLEL_TASK, SCENARIOS
 from agent_core.llms import FunctionLLM, ScriptedLLM
+from agent_core.llms.base import Usage
 from agent_core.runner import AgentRunner
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
 from agent_core.tools.arithmetic import arithmetic_tools
-from agent_core.types import StepKind, StepStatus, TaskState, TaskStatus
+from agent_core.types import StepKind, StepStatus, TaskState, TaskStatus, TaskStep, TaskStepOutput
 from agent_core.workers import ReActAgentWorker
 from components.actions import stream_into
 from components.memory_view import message_text
+from components.step_card import card_title
 
 CARDS_SHOWN = 25
 """The page's window of completed-step cards (pages/stepper.py)."""
@@ -507,6 +509,8 @@ def test_run_ready_steps_runs_parallel_tool_calls(app: AppTest, db_path: Path) -
     ]
     (waiting,) = state.step_queue
     assert waiting.kind is StepKind.LLM and state.is_ready(waiting)
+    seen = "\n".join(c.value for c in expander(app, "What the model sees next").code)
+    assert "→ calls multiply" in seen and "→ calls add" in seen  # as text, not captions
     assert_dag_matches(app, state)
 
 
@@ -728,3 +732,15 @@ def test_a_reply_is_shown_as_it_streams() -> None:
     assert all(b.startswith(a) for a, b in pairwise(texts))
     assert texts[-1].startswith(reply)
     assert "→ running multiply" in texts[-1] and "← multiply: 6" in texts[-1]
+
+
+def test_a_card_title_says_tokens_cost_and_latency() -> None:
+    step = TaskStep(task_id="t", number=4, kind=StepKind.LLM, status=StepStatus.COMPLETED)
+    priced = TaskStepOutput(
+        task_step=step,
+        usage=Usage(prompt_tokens=1200, completion_tokens=34, cost_usd=0.00123),
+        latency_ms=1530.4,
+    )
+    assert card_title(priced) == "Step 4 · llm · 1,234 tokens · $0.0012 · 1,530 ms"
+    tool = TaskStepOutput(task_step=step.model_copy(update={"kind": StepKind.TOOL}))
+    assert card_title(tool) == "Step 4 · tool · 0 tokens · 0 ms"  # no model: no "cost unknown"
