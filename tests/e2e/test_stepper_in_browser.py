@@ -70,6 +70,8 @@ def test_seed_task_step_by_step_with_the_dag_after_each_action(page):
     click(page, "Undo")
     nodes = wait_for_dag(page, lambda n: "undone" in groups(n))
     assert groups(nodes) == ["completed", "completed", "undone", "upcoming"]
+    page.wait_for_timeout(500)  # Let vis-network finish drawing before the README's picture.
+    page.screenshot(path=ARTIFACTS / "stepper-after-undo.png")
 
     click(page, "Abandon")
     page.get_by_text("abandoned").first.wait_for(timeout=10_000)
