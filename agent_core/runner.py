@@ -728,9 +728,9 @@ class AgentRunner:
 def _memory_write(snapshot: StepSnapshot, memory: ChatMemoryBuffer) -> MemoryWrite:
     if snapshot.memory.messages is not None:  # The step rewrote history.
         return MemoryWrite(keep=0, append=memory.get_all())
-    return MemoryWrite(
-        keep=snapshot.memory.length, append=memory.messages[snapshot.memory.length :]
-    )
+    # The store holds exactly the messages from before this commit: a plain append.
+    keep = snapshot.memory.length
+    return MemoryWrite(keep=keep, append=memory.messages[keep:], truncate=False)
 
 
 def _sources(outputs: Iterable[TaskStepOutput]) -> list[ToolOutput]:

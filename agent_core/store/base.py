@@ -25,6 +25,8 @@ class MemoryWrite:
 
     keep: int
     append: list[ChatMessage] = field(default_factory=list)
+    truncate: bool = True
+    """False when the store holds exactly `keep` messages already (a plain append)."""
 
 
 @dataclass(slots=True)

@@ -39,24 +39,26 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE INDEX IF NOT EXISTS tasks_by_created ON tasks (created_at);
 CREATE TABLE IF NOT EXISTS steps (
-    step_id TEXT PRIMARY KEY, task_id TEXT NOT NULL, data TEXT NOT NULL
+    step_id TEXT PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    data TEXT NOT NULL,
+    output TEXT,
+    snapshot TEXT
 );
 CREATE INDEX IF NOT EXISTS steps_by_task ON steps (task_id);
-CREATE TABLE IF NOT EXISTS outputs (
-    step_id TEXT PRIMARY KEY, task_id TEXT NOT NULL, data TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS outputs_by_task ON outputs (task_id);
-CREATE TABLE IF NOT EXISTS snapshots (
-    step_id TEXT PRIMARY KEY, task_id TEXT NOT NULL, data TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS snapshots_by_task ON snapshots (task_id);
 CREATE TABLE IF NOT EXISTS messages (
     owner TEXT NOT NULL, idx INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (owner, idx)
 ) WITHOUT ROWID;
 """
 
-_UPSERT = "INSERT INTO {table} (step_id, task_id, data) VALUES (?, ?, ?) " + (
-    "ON CONFLICT (step_id) DO UPDATE SET data = excluded.data"
+# A step, its output and its undo snapshot share one row, so completing a step is one upsert.
+# A NULL output or snapshot keeps the stored one; an empty snapshot drops it (undo).
+_UPSERT_STEP = (
+    "INSERT INTO steps (step_id, task_id, data, output, snapshot) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (step_id) DO UPDATE SET data = excluded.data, "
+    "output = COALESCE(excluded.output, steps.output), "
+    "snapshot = CASE WHEN excluded.snapshot = '' THEN NULL "
+    "ELSE COALESCE(excluded.snapshot, steps.snapshot) END"
 )
 
 # Conversations share the messages table with tasks, under an owner key that no task id
@@ -165,30 +167,41 @@ class SQLiteStore:
 
     def _write_rows(self, db: sqlite3.Connection, change: TaskChange) -> None:
         task_id = change.state.task_id
-        upsert = [
-            ("steps", [(s.step_id, task_id, s.model_dump_json()) for s in change.steps]),
+        outputs = {o.task_step.step_id: output_record(o) for o in change.outputs}
+        snapshots = {s.step_id: s.model_dump_json() for s in change.snapshots}
+        snapshots.update((step_id, "") for step_id in change.dropped_snapshots)
+        rows = [
             (
-                "outputs",
-                [(o.task_step.step_id, task_id, output_record(o)) for o in change.outputs],
-            ),
-            ("snapshots", [(s.step_id, task_id, s.model_dump_json()) for s in change.snapshots]),
+                s.step_id,
+                task_id,
+                s.model_dump_json(),
+                outputs.get(s.step_id),
+                snapshots.get(s.step_id),
+            )
+            for s in change.steps
         ]
-        for table, rows in upsert:
-            if rows:
-                db.executemany(_UPSERT.format(table=table), rows)
-        for table, ids in (
-            ("snapshots", change.dropped_snapshots),
-            ("steps", change.dropped_steps),
-            ("outputs", change.dropped_steps),
-        ):
-            if ids:
-                db.executemany(f"DELETE FROM {table} WHERE step_id = ?", [(i,) for i in ids])
+        if rows:
+            db.executemany(_UPSERT_STEP, rows)
+        written = {s.step_id for s in change.steps}
+        for column, values in (("output", outputs), ("snapshot", snapshots)):
+            rest = [
+                (value or None, step_id)
+                for step_id, value in values.items()
+                if step_id not in written
+            ]
+            if rest:
+                db.executemany(f"UPDATE steps SET {column} = ? WHERE step_id = ?", rest)
+        if change.dropped_steps:
+            db.executemany(
+                "DELETE FROM steps WHERE step_id = ?", [(i,) for i in change.dropped_steps]
+            )
         if change.memory is not None:
             self._write_messages(db, task_id, change.memory)
 
     @staticmethod
     def _write_messages(db: sqlite3.Connection, owner: str, write: MemoryWrite) -> None:
-        db.execute("DELETE FROM messages WHERE owner = ? AND idx >= ?", (owner, write.keep))
+        if write.truncate:
+            db.execute("DELETE FROM messages WHERE owner = ? AND idx >= ?", (owner, write.keep))
         if write.append:
             db.executemany(
                 "INSERT INTO messages (owner, idx, data) VALUES (?, ?, ?)",
@@ -204,10 +217,11 @@ class SQLiteStore:
         ).fetchall()
         return [ChatMessage.model_validate_json(data) for (data,) in rows]
 
-    def _read(self, table: str, task_id: str) -> list[tuple[str, str]]:
+    def _read_steps(self, task_id: str) -> list[tuple[str, str, str | None, str | None]]:
         # rowid order is insertion order: steps come back in the order they were created.
         return self._db.execute(
-            f"SELECT step_id, data FROM {table} WHERE task_id = ? ORDER BY rowid", (task_id,)
+            "SELECT step_id, data, output, snapshot FROM steps WHERE task_id = ? ORDER BY rowid",
+            (task_id,),
         ).fetchall()
 
     def load_task(self, task_id: str) -> TaskState | None:
@@ -221,19 +235,19 @@ class SQLiteStore:
                 ).fetchone()
                 if row is None:
                     return None
+                rows = self._read_steps(task_id)
                 return assemble_state(
                     task_input=row[0],
                     task_json=row[1],
                     extra_state_json=row[2],
                     version=row[3],
                     messages=self._read_messages(task_id),
-                    steps=[
-                        TaskStep.model_validate_json(d) for _, d in self._read("steps", task_id)
-                    ],
-                    outputs=self._read("outputs", task_id),
+                    steps=[TaskStep.model_validate_json(data) for _, data, _, _ in rows],
+                    outputs=[(sid, output) for sid, _, output, _ in rows if output],
                     snapshots=[
-                        StepSnapshot.model_validate_json(d)
-                        for _, d in self._read("snapshots", task_id)
+                        StepSnapshot.model_validate_json(snapshot)
+                        for _, _, _, snapshot in rows
+                        if snapshot
                     ],
                 )
             finally:
@@ -272,8 +286,7 @@ class SQLiteStore:
         """Remove a task and all its rows; False when there was none."""
         with self._transaction() as db:
             deleted = db.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,)).rowcount
-            for table in ("steps", "outputs", "snapshots"):
-                db.execute(f"DELETE FROM {table} WHERE task_id = ?", (task_id,))
+            db.execute("DELETE FROM steps WHERE task_id = ?", (task_id,))
             db.execute("DELETE FROM messages WHERE owner = ?", (task_id,))
         return deleted > 0
 

@@ -483,14 +483,14 @@ def test_delete_task_leaves_no_rows_in_the_file(tmp_path: Path) -> None:
     try:
         counts = {
             table: db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-            for table in ("tasks", "steps", "outputs", "snapshots")
+            for table in ("tasks", "steps")
         }
         messages = db.execute(
             "SELECT COUNT(*) FROM messages WHERE owner = ?", (task_id,)
         ).fetchone()[0]
     finally:
         db.close()
-    assert counts == {"tasks": 0, "steps": 0, "outputs": 0, "snapshots": 0}
+    assert counts == {"tasks": 0, "steps": 0}
     assert messages == 0
 
 
