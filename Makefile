@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 export UV_NATIVE_TLS := 1
 export UV_SYSTEM_CERTS := 1
 
-.PHONY: run test lint format typecheck lock clean chromium
+.PHONY: run test bench lint format typecheck lock clean chromium
 
 # The venv carries its own uv, which installs the pinned lock in seconds. Debian's system
 # Python needs python3-venv for `-m venv`; install it when missing (we run as root there).
@@ -34,6 +34,10 @@ chromium:
 
 test: lint chromium
 	$(BIN)/pytest
+
+# Benchmarks side by side with LlamaIndex and LangGraph (their own env: bench/.venv).
+bench: $(STAMP)
+	$(BIN)/python -m bench.run
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -59,7 +59,7 @@ class AgentSpec(BaseModel):
     sub_agents: tuple[SubAgentName, ...] = ("code", "file", "image")
     """The planner's sub-agents (planner only)."""
     tool_approval: bool = False
-    max_iterations: int = Field(default=10, ge=1, le=200)
+    max_iterations: int = Field(default=10, ge=1, le=1000)
     workspace: str = Field(default_factory=lambda: os.environ.get(WORKSPACES_ENV, "workspaces"))
     """Folder holding one workspace folder per task."""
 

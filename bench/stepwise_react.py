@@ -49,7 +49,9 @@ def one_task(k: int, store) -> float:
 def measure(k: int, *, store_kind: str, tasks: int = 7) -> dict:
     """Median µs per step over `tasks` tasks, after one warm-up task."""
     with tempfile.TemporaryDirectory() as folder:
-        store = SQLiteStore(Path(folder) / "bench.db") if store_kind == "sqlite" else InMemoryStore()
+        store = (
+            SQLiteStore(Path(folder) / "bench.db") if store_kind == "sqlite" else InMemoryStore()
+        )
         one_task(k, store)
         samples = [one_task(k, store) * 1e6 for _ in range(tasks)]
     return {

@@ -1,0 +1,108 @@
+"""`make bench`: every benchmark in one run, side by side, printed as a table with ratios and
+written to bench/results/latest.json.
+
+The LlamaIndex and LangGraph anchors run in their own environment (bench/.venv, pinned in
+bench/anchors/requirements.txt), created here on first use, so they never enter the app's
+lock. Numbers on a shared 2-core machine are noisy: compare ratios within one run.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench import parallel_plans, stepwise_react, storage, ui
+
+BENCH = Path(__file__).resolve().parent
+ANCHOR_PYTHON = BENCH / ".venv" / "bin" / "python"
+RESULTS = BENCH / "results" / "latest.json"
+KS = (10, 100)
+TASKS = 7
+
+
+def _ensure_anchor_env() -> None:
+    if ANCHOR_PYTHON.exists():
+        return
+    print("creating bench/.venv for the LlamaIndex and LangGraph anchors…", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", str(BENCH / ".venv")], check=True)
+    requirements = BENCH / "anchors" / "requirements.txt"
+    subprocess.run(
+        [str(ANCHOR_PYTHON), "-m", "pip", "install", "--quiet", "-r", str(requirements)],
+        check=True,
+    )
+
+
+def _anchor(framework: str, k: int) -> dict:
+    command = [
+        str(ANCHOR_PYTHON), str(BENCH / "anchors" / "run_anchor.py"), framework,
+        "--k", str(k), "--tasks", str(TASKS),
+    ]  # fmt: skip
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def runner_overhead() -> list[dict]:
+    """µs per step for every framework and K, measured in this one run."""
+    _ensure_anchor_env()
+    rows = []
+    for k in KS:
+        rows.append(stepwise_react.measure(k, store_kind="sqlite", tasks=TASKS))
+        rows.append(stepwise_react.measure(k, store_kind="memory", tasks=TASKS))
+        rows.append(_anchor("llamaindex", k))
+        rows.append(_anchor("langgraph", k))
+    return rows
+
+
+def _overhead_table(rows: list[dict]) -> list[str]:
+    by = {(r["framework"], r["k"]): r["us_per_step_median"] for r in rows}
+    ours = {k: by[("stepwise-sqlite", k)] for k in KS}
+    lines = ["Runner overhead (µs per step, median of 7 tasks; ratio = theirs / Stepwise+SQLite)"]
+    lines.append(f"  {'framework':20} {'K=10':>9} {'K=100':>9} {'K100/K10':>9} {'ratio@10':>9}")
+    for name in dict.fromkeys(r["framework"] for r in rows):
+        ten, hundred = by[(name, 10)], by[(name, 100)]
+        lines.append(
+            f"  {name:20} {ten:9.0f} {hundred:9.0f} {hundred / ten:9.2f} {ten / ours[10]:8.1f}x"
+        )
+    return lines
+
+
+def main() -> None:
+    """Run everything, print the table, write the JSON."""
+    started = time.time()
+    results = {
+        "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count()},
+        "runner_overhead": runner_overhead(),
+        "parallel_plans": parallel_plans.measure(),
+        "storage": storage.measure(),
+        "ui": ui.measure(),
+    }
+    results["seconds"] = time.time() - started
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2))
+    p, s = results["parallel_plans"], results["storage"]
+    lines = [
+        *_overhead_table(results["runner_overhead"]),
+        "",
+        f"Parallel plans: 8 items x 200 ms: {p['items_parallel_s']:.2f} s in parallel vs "
+        f"{p['items_sequential_s']:.2f} s one at a time = {p['items_speedup']:.1f}x "
+        f"(whole task incl. plan and aggregate calls: {p['task_speedup']:.1f}x)",
+        f"Storage: {s['commit_ms_median']:.3f} ms per committed step (median, mean "
+        f"{s['commit_ms_mean']:.3f}); {s['steps_per_second']:.0f} steps/s through the runner; "
+        f"{s['bytes_per_1000_steps'] / 1e6:.2f} MB per 1,000 steps; list_tasks with "
+        f"{s['tasks']:,} tasks: {s['list_tasks_ms_median']:.0f} ms",
+        "UI (stepper rerun, AppTest): "
+        + "; ".join(
+            f"{u['steps']} steps {u['rerun_ms_median']:.0f} ms, DAG {u['dag_bytes'] / 1e3:.0f} kB"
+            for u in results["ui"]
+        ),
+        f"\nwritten to {RESULTS.relative_to(BENCH.parent)}",
+    ]
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
