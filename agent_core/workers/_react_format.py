@@ -25,6 +25,7 @@ _ANSWER = re.compile(r"^\s*(?:Final\s+)?Answer\s*:[ \t]*", re.MULTILINE | re.IGN
 _THOUGHT = re.compile(r"^\s*Thought\s*:[ \t]*", re.IGNORECASE)
 
 _SPACES = re.compile(r"\s*")
+_DECODER = json.JSONDecoder()
 
 FORMAT_REMINDER = (
     "Reply in the format:\nThought: <your reasoning>\nAction: <tool name>\n"
@@ -109,6 +110,15 @@ def _strip_trailing_commas(text: str) -> str:
 
 def parse_action_input(raw: str) -> dict[str, Any]:
     """Parse an Action Input leniently: JSON, then without trailing commas, then Python."""
+    start = raw.find("{")
+    if start >= 0:
+        # Fast path: well-formed JSON, decoded in C without scanning it first.
+        try:
+            value, _ = _DECODER.raw_decode(raw, start)
+        except (ValueError, RecursionError):
+            value = None
+        if isinstance(value, dict):
+            return value
     candidate = _json_object_at(raw)
     attempts = (
         lambda: json.loads(candidate),
