@@ -14,7 +14,7 @@ import copy
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 from agent_core import _undo
@@ -310,33 +310,34 @@ class AgentRunner:
         """Change an upcoming step's input without running it (the proposal is kept)."""
         self._check_input_type(input)
         self._check_size(input, "the step input")
-        state = self._task_state(task_id)
-        with self._lock(task_id):
-            self._check_active(state, "be edited")
-            step = step_of(state, step_id)
-            if step_id not in state.queue or step.status is StepStatus.RUNNING:
-                raise UserError(
-                    f"step {step_id} is {step.status.value}; only upcoming or failed steps "
-                    "can be edited"
-                )
-            step.set_input(input)
-            self._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
-        return step
+        return self._change_upcoming(
+            task_id, step_id, "edited", lambda _, step: step.set_input(input)
+        )
 
     def skip_step(self, task_id: str, step_id: str) -> TaskStep:
         """Leave an upcoming step out: it never runs, and steps depending on it may go on."""
+
+        def skip(state: TaskState, step: TaskStep) -> None:
+            state.queue.remove(step.step_id)
+            step.status = StepStatus.SKIPPED
+            step.finished_at = utcnow()
+
+        return self._change_upcoming(task_id, step_id, "skipped", skip)
+
+    def _change_upcoming(
+        self, task_id: str, step_id: str, verb: str, change: Callable[[TaskState, TaskStep], None]
+    ) -> TaskStep:
+        """Apply `change` to an upcoming (or failed) step that is not running, and commit."""
         state = self._task_state(task_id)
         with self._lock(task_id):
-            self._check_active(state, "skip steps")
+            self._check_active(state, f"have steps {verb}")
             step = step_of(state, step_id)
             if step_id not in state.queue or step.status is StepStatus.RUNNING:
                 raise UserError(
                     f"step {step_id} is {step.status.value}; only upcoming or failed steps "
-                    "can be skipped"
+                    f"can be {verb}"
                 )
-            state.queue.remove(step_id)
-            step.status = StepStatus.SKIPPED
-            step.finished_at = utcnow()
+            change(state, step)
             self._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
         return step
 
