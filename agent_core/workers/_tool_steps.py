@@ -101,15 +101,17 @@ def edit_note(step: TaskStep, call: ToolStepCall) -> str:
     return f"(The user changed this call to {call.tool} with {json.dumps(call.args)}.) "
 
 
+def _error_output(call: ToolStepCall, content: str) -> ToolOutput:
+    return ToolOutput(
+        tool_name=call.tool, args=call.args, content=content, is_error=True, call_id=call.call_id
+    )
+
+
 def unknown_tool_output(call: ToolStepCall, tools: Mapping[str, BaseTool]) -> ToolOutput:
     """The error the model reads when it called a tool that does not exist."""
     known = ", ".join(tools) or "none"
-    return ToolOutput(
-        tool_name=call.tool,
-        args=call.args,
-        content=f"Error: there is no tool named {call.tool!r}; the tools are: {known}.",
-        is_error=True,
-        call_id=call.call_id,
+    return _error_output(
+        call, f"Error: there is no tool named {call.tool!r}; the tools are: {known}."
     )
 
 
@@ -139,13 +141,7 @@ async def run_tool_step_call(
 ) -> ToolOutput:
     """What a tool step's call gives: the rejection, an unknown-tool error, or the tool's result."""
     if call.rejected is not None:
-        return ToolOutput(
-            tool_name=call.tool,
-            args=call.args,
-            content=f"The user rejected the call of {call.tool}: {call.rejected}",
-            is_error=True,
-            call_id=call.call_id,
-        )
+        return _error_output(call, f"The user rejected the call of {call.tool}: {call.rejected}")
     tool = tools.get(call.tool)
     if tool is None:
         return unknown_tool_output(call, tools)

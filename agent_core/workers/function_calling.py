@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from agent_core._tokens import estimate_tokens
-from agent_core.errors import LLMError, StepError, UserError
-from agent_core.events import EventSink, TokenDeltaEvent
-from agent_core.llms.base import LLM, ChatMessage, ChatResponse, ToolCall, ToolSpec
+from agent_core.events import EventSink
+from agent_core.llms.base import LLM, ChatMessage, ToolCall, ToolSpec
 from agent_core.tools.base import BaseTool
 from agent_core.types import StepKind, Task, TaskStep, TaskStepOutput
 from agent_core.workers._tool_steps import (
@@ -30,14 +28,12 @@ from agent_core.workers._tool_steps import (
     tool_call_of,
     tool_step_input,
 )
-from agent_core.workers.base import BaseAgentWorker
+from agent_core.workers._tool_worker import DEFAULT_MAX_ITERATIONS, ToolCallingWorker
 
 __all__ = ["FunctionCallingAgentWorker"]
 
-DEFAULT_MAX_ITERATIONS = 10
 
-
-class FunctionCallingAgentWorker(BaseAgentWorker):
+class FunctionCallingAgentWorker(ToolCallingWorker):
     """An agent over an `LLM` with native tool calling (OpenAI `tools`, Anthropic `tool_use`).
 
     Args:
@@ -48,6 +44,8 @@ class FunctionCallingAgentWorker(BaseAgentWorker):
         system_prompt: A system message sent before the conversation, if given.
     """
 
+    _worker_name = "FunctionCallingAgentWorker"
+
     def __init__(
         self,
         tools: Sequence[BaseTool],
@@ -57,16 +55,7 @@ class FunctionCallingAgentWorker(BaseAgentWorker):
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
         system_prompt: str | None = None,
     ) -> None:
-        if llm is None:
-            raise UserError("FunctionCallingAgentWorker needs an llm, e.g. llm=ScriptedLLM([...])")
-        self.tools = {tool.name: tool for tool in tools}
-        if len(self.tools) != len(tools):
-            names = [tool.name for tool in tools]
-            duplicates = sorted({n for n in names if names.count(n) > 1})
-            raise UserError(f"tool names must be unique; repeated: {duplicates}")
-        self.llm = llm
-        self.tool_approval = tool_approval
-        self.max_iterations = max_iterations
+        super().__init__(tools, llm, max_iterations=max_iterations, tool_approval=tool_approval)
         self._system = (
             None if system_prompt is None else ChatMessage(role="system", content=system_prompt)
         )
@@ -83,10 +72,7 @@ class FunctionCallingAgentWorker(BaseAgentWorker):
         system_prompt: str | None = None,
     ) -> FunctionCallingAgentWorker:
         """Build the worker from tools and a model, as in LlamaIndex."""
-        if llm is None:
-            raise UserError(
-                "FunctionCallingAgentWorker.from_tools needs llm=..., e.g. ScriptedLLM([...])"
-            )
+        llm = cls._from_tools_llm(llm)
         return cls(
             list(tools or []),
             llm,
@@ -94,17 +80,6 @@ class FunctionCallingAgentWorker(BaseAgentWorker):
             max_iterations=max_iterations,
             system_prompt=system_prompt,
         )
-
-    def initialize_step(self, task: Task, **kwargs: Any) -> TaskStep:
-        """The first reasoning step; its input is the task's question."""
-        return TaskStep(task_id=task.task_id, input=task.input, kind=StepKind.LLM)
-
-    async def arun_step(self, step: TaskStep, task: Task, **kwargs: Any) -> TaskStepOutput:
-        """Run a reasoning step, or one tool call."""
-        emit: EventSink | None = kwargs.get("emit")
-        if step.kind is StepKind.TOOL:
-            return await self._run_tool_step(step, task, emit)
-        return await self._run_reasoning_step(step, task, emit)
 
     def preview_messages(self, task: Task) -> list[ChatMessage]:
         """The system prompt and the memory the next reasoning step would send."""
@@ -116,19 +91,8 @@ class FunctionCallingAgentWorker(BaseAgentWorker):
     async def _run_reasoning_step(
         self, step: TaskStep, task: Task, emit: EventSink | None
     ) -> TaskStepOutput:
-        iterations = int(task.extra_state.get("iterations", 0))
-        if iterations >= self.max_iterations:
-            raise StepError(
-                f"the agent reached max_iterations={self.max_iterations} without an answer; "
-                "undo and steer it with a new input, or build the worker with a higher "
-                "max_iterations"
-            )
-        if step.input is not None:
-            if not isinstance(step.input, str):
-                raise UserError("a reasoning step's input must be text (or empty)")
-            task.memory.put(ChatMessage(role="user", content=step.input))
-        task.extra_state["iterations"] = iterations + 1
-        response = await self._chat(self.preview_messages(task), step, emit)
+        self._start_reasoning(step, task)
+        response = await self._chat(self.preview_messages(task), step, emit, tools=self._specs)
         task.memory.put(response.message)
         calls = response.tool_calls
         if not calls:
@@ -164,21 +128,6 @@ class FunctionCallingAgentWorker(BaseAgentWorker):
             ChatMessage(role="tool", tool_call_id=call.call_id, name=call.tool, content=content)
         )
         return TaskStepOutput(output=content, task_step=step, tool_calls=[result])
-
-    async def _chat(
-        self, messages: list[ChatMessage], step: TaskStep, emit: EventSink | None
-    ) -> ChatResponse:
-        if emit is None:
-            return await self.llm.chat(messages, tools=self._specs)
-        response = None
-        async for event in self.llm.stream_chat(messages, tools=self._specs):
-            if event.delta:
-                emit(TokenDeltaEvent(step_id=step.step_id, delta=event.delta))
-            if event.response is not None:
-                response = event.response
-        if response is None:
-            raise LLMError(f"the stream from {self.llm.model} ended without a complete reply")
-        return response
 
 
 def _describe(calls: Sequence[ToolCall]) -> str:

@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_core._tokens import estimate_tokens
-from agent_core.errors import LLMError, StepError, UserError
-from agent_core.events import EventSink, TokenDeltaEvent
+from agent_core.events import EventSink
 from agent_core.llms.base import LLM, ChatMessage, ChatResponse
 from agent_core.tools.base import BaseTool
 from agent_core.types import StepKind, Task, TaskStep, TaskStepOutput, ToolOutput
@@ -35,14 +34,12 @@ from agent_core.workers._tool_steps import (
     tool_step_input,
     unknown_tool_output,
 )
-from agent_core.workers.base import BaseAgentWorker
+from agent_core.workers._tool_worker import DEFAULT_MAX_ITERATIONS, ToolCallingWorker
 
 __all__ = ["ReActAgentWorker"]
 
-DEFAULT_MAX_ITERATIONS = 10
 
-
-class ReActAgentWorker(BaseAgentWorker):
+class ReActAgentWorker(ToolCallingWorker):
     """A ReAct agent over any `LLM`.
 
     Args:
@@ -53,6 +50,8 @@ class ReActAgentWorker(BaseAgentWorker):
         instructions: Replaces the first paragraph of the system prompt.
     """
 
+    _worker_name = "ReActAgentWorker"
+
     def __init__(
         self,
         tools: Sequence[BaseTool],
@@ -62,16 +61,7 @@ class ReActAgentWorker(BaseAgentWorker):
         tool_approval: bool = False,
         instructions: str = "",
     ) -> None:
-        if llm is None:
-            raise UserError("ReActAgentWorker needs an llm, e.g. llm=ScriptedLLM([...])")
-        self.tools = {tool.name: tool for tool in tools}
-        if len(self.tools) != len(tools):
-            names = [tool.name for tool in tools]
-            duplicates = sorted({n for n in names if names.count(n) > 1})
-            raise UserError(f"tool names must be unique; repeated: {duplicates}")
-        self.llm = llm
-        self.max_iterations = max_iterations
-        self.tool_approval = tool_approval
+        super().__init__(tools, llm, max_iterations=max_iterations, tool_approval=tool_approval)
         self._system = ChatMessage(
             role="system",
             content=system_prompt(
@@ -90,8 +80,7 @@ class ReActAgentWorker(BaseAgentWorker):
         instructions: str = "",
     ) -> ReActAgentWorker:
         """Build the worker from tools and a model, as in LlamaIndex."""
-        if llm is None:
-            raise UserError("ReActAgentWorker.from_tools needs llm=..., e.g. ScriptedLLM([...])")
+        llm = cls._from_tools_llm(llm)
         return cls(
             list(tools or []),
             llm,
@@ -99,17 +88,6 @@ class ReActAgentWorker(BaseAgentWorker):
             tool_approval=tool_approval,
             instructions=instructions,
         )
-
-    def initialize_step(self, task: Task, **kwargs: Any) -> TaskStep:
-        """The first reasoning step; its input is the task's question."""
-        return TaskStep(task_id=task.task_id, input=task.input, kind=StepKind.LLM)
-
-    async def arun_step(self, step: TaskStep, task: Task, **kwargs: Any) -> TaskStepOutput:
-        """Run a reasoning step or, with approval on, an approved tool step."""
-        emit: EventSink | None = kwargs.get("emit")
-        if step.kind is StepKind.TOOL:
-            return await self._run_tool_step(step, task, emit)
-        return await self._run_reasoning_step(step, task, emit)
 
     def preview_messages(self, task: Task) -> list[ChatMessage]:
         """The system prompt and the memory the next reasoning step would send."""
@@ -128,18 +106,7 @@ class ReActAgentWorker(BaseAgentWorker):
     async def _run_reasoning_step(
         self, step: TaskStep, task: Task, emit: EventSink | None
     ) -> TaskStepOutput:
-        iterations = int(task.extra_state.get("iterations", 0))
-        if iterations >= self.max_iterations:
-            raise StepError(
-                f"the agent reached max_iterations={self.max_iterations} without an answer; "
-                "undo and steer it with a new input, or build the worker with a higher "
-                "max_iterations"
-            )
-        if step.input is not None:
-            if not isinstance(step.input, str):
-                raise UserError("a reasoning step's input must be text (or empty)")
-            task.memory.put(ChatMessage(role="user", content=step.input))
-        task.extra_state["iterations"] = iterations + 1
+        self._start_reasoning(step, task)
         response = await self._chat(self.preview_messages(task), step, emit)
         task.memory.put(ChatMessage(role="assistant", content=response.text))
         try:
@@ -211,18 +178,3 @@ class ReActAgentWorker(BaseAgentWorker):
             next_steps=[step.get_next_step()],
             tool_calls=[result],
         )
-
-    async def _chat(
-        self, messages: list[ChatMessage], step: TaskStep, emit: EventSink | None
-    ) -> ChatResponse:
-        if emit is None:
-            return await self.llm.chat(messages)
-        response = None
-        async for event in self.llm.stream_chat(messages):
-            if event.delta:
-                emit(TokenDeltaEvent(step_id=step.step_id, delta=event.delta))
-            if event.response is not None:
-                response = event.response
-        if response is None:
-            raise LLMError(f"the stream from {self.llm.model} ended without a complete reply")
-        return response
