@@ -32,21 +32,25 @@ def _pid_alive(pid: int) -> bool:
 
 
 class ClaimRegistry:
-    """The steps this process is running right now (shared by its runners)."""
+    """The steps this process is running right now, by the runner running each.
+
+    Keyed by (owner, step): a runner whose claim on a step was refused must not erase the
+    entry of the runner that holds it.
+    """
 
     def __init__(self) -> None:
-        self._running: set[str] = set()
+        self._running: set[tuple[str, str]] = set()
 
-    def start(self, step_id: str) -> None:
-        """Record that a step began running in this process."""
-        self._running.add(step_id)
+    def start(self, owner: str, step_id: str) -> None:
+        """Record that `owner` began running a step in this process."""
+        self._running.add((owner, step_id))
 
-    def finish(self, step_id: str) -> None:
-        """Record that a step stopped running in this process."""
-        self._running.discard(step_id)
+    def finish(self, owner: str, step_id: str) -> None:
+        """Record that `owner` stopped running a step."""
+        self._running.discard((owner, step_id))
 
-    def __contains__(self, step_id: object) -> bool:
-        return step_id in self._running
+    def __contains__(self, key: object) -> bool:
+        return key in self._running
 
 
 IN_FLIGHT = ClaimRegistry()
@@ -62,5 +66,5 @@ def claim_is_stale(claimed_by: str | None, step_id: str) -> bool:
         return False  # Another machine: we cannot tell, so we do not steal its step.
     pid = int(pid_text)
     if pid == os.getpid():
-        return step_id not in IN_FLIGHT
+        return (claimed_by, step_id) not in IN_FLIGHT
     return not _pid_alive(pid)

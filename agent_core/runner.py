@@ -21,6 +21,7 @@ from agent_core import _undo
 from agent_core._claims import IN_FLIGHT, claim_is_stale, new_claim_owner
 from agent_core._queue import (
     adopt_next_steps,
+    is_claimable,
     mark_completed,
     pick_step,
     short_id,
@@ -72,6 +73,7 @@ from agent_core.workers.base import BaseAgentWorker
 __all__ = ["DEFAULT_MAX_INPUT_CHARS", "AgentRunner"]
 
 DEFAULT_MAX_INPUT_CHARS = 100_000
+_FAIL_COMMIT_TRIES = 3
 _RUNNABLE = (StepStatus.UPCOMING, StepStatus.FAILED, StepStatus.RUNNING)
 
 
@@ -357,7 +359,14 @@ class AgentRunner:
             claim = TaskChange(
                 state=state, base_version=state.version, steps=[step], task_row=False
             )
-            self._commit(state, claim)
+            # In flight before the claim is visible: another runner in this process must
+            # never see our fresh claim as stale and run the step too.
+            IN_FLIGHT.start(self._owner, step.step_id)
+            try:
+                self._commit(state, claim)
+            except BaseException:
+                IN_FLIGHT.finish(self._owner, step.step_id)
+                raise
         return step
 
     async def _arun_step(
@@ -376,7 +385,6 @@ class AgentRunner:
         view = state.task.model_copy(
             update={"memory": state.task.memory.staged(), "extra_state": json.loads(base_json)}
         )
-        IN_FLIGHT.start(step.step_id)
         started = time.perf_counter()
         with step_context(task_id, step.step_id) as context:
             try:
@@ -396,7 +404,7 @@ class AgentRunner:
                 self._release(state, step)
                 raise
             finally:
-                IN_FLIGHT.finish(step.step_id)
+                IN_FLIGHT.finish(self._owner, step.step_id)
 
     def _complete(
         self,
@@ -444,10 +452,9 @@ class AgentRunner:
         return output
 
     def _fail(self, state: TaskState, step: TaskStep, exc: BaseException) -> StepError:
-        if isinstance(exc, AgentCoreError):
-            message = str(exc)
-        else:
-            message = f"{type(exc).__name__}: {exc}"
+        message = str(exc) if isinstance(exc, AgentCoreError) else f"{type(exc).__name__}: {exc}"
+        # Model text can hold lone surrogates, which no store can encode.
+        message = message.encode("utf-8", "replace").decode("utf-8")
         text = (
             f"step {step.step_id} of task {short_id(state.task_id)} failed: {message}. "
             "Nothing completed was lost; edit the step's input and run it again, or undo_step()"
@@ -456,10 +463,20 @@ class AgentRunner:
         error = copy.copy(exc) if isinstance(exc, StepError) else StepError(text)
         error.args = (text,)
         error.task_id, error.step_id = state.task_id, step.step_id
-        with self._lock(state.task_id):
-            if state.task_id not in self.state.task_dict:  # Commit refused; reload first.
-                state = self._task_state(state.task_id)
-                step = state.steps[step.step_id]
+        for _ in range(_FAIL_COMMIT_TRIES):
+            try:
+                self._record_failure(state.task_id, step.step_id, message)
+            except ConflictError:
+                continue  # Another tab committed meanwhile: reload and record it again.
+            break
+        return error
+
+    def _record_failure(self, task_id: str, step_id: str, message: str) -> None:
+        with self._lock(task_id):
+            state = self._task_state(task_id)  # Reloads if a refused commit dropped it.
+            step = state.steps.get(step_id)
+            if step is None or step.status is not StepStatus.RUNNING:
+                return  # Another runner already settled the step; leave its record alone.
             step.status = StepStatus.FAILED
             step.error = message
             step.claimed_by = None
@@ -467,7 +484,6 @@ class AgentRunner:
             if state.task.status is TaskStatus.ACTIVE:
                 state.task.status = TaskStatus.FAILED
             self._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
-        return error
 
     def _release(self, state: TaskState, step: TaskStep) -> None:
         with self._lock(state.task_id):
@@ -618,6 +634,12 @@ class AgentRunner:
         with self._lock(task_id):
             self._check_active(state, "take feedback")
             last = state.last_output
+            if last is not None and last.is_last and not state.queue:
+                raise NothingToRunError(
+                    f"task {short_id(task_id)} already finished at step {last.task_step.number}, "
+                    "so no step would read the feedback; undo_step() first and give it before "
+                    "the last step runs again"
+                )
             step = TaskStep(
                 task_id=task_id,
                 input=text,
@@ -667,7 +689,7 @@ class AgentRunner:
                     f"task {short_id(task_id)} has {len(state.completed)} completed step(s); "
                     f"cannot undo {steps}"
                 )
-            if any(state.steps[s].status is StepStatus.RUNNING for s in state.queue):
+            if not all(is_claimable(state.steps[s]) for s in state.queue):  # Live runs only.
                 raise ConflictError(
                     f"a step of task {short_id(task_id)} is running; undo after it finishes"
                 )

@@ -252,11 +252,17 @@ class FunctionTool(BaseTool):
     ) -> ToolOutput:
         return ToolOutput(
             tool_name=self.name,
-            args=args or {},
+            args=_storable(args or {}),
             content=_truncate(content),
             is_error=True,
             call_id=call_id,
         )
+
+
+def _storable(args: Mapping[Any, Any]) -> dict[str, Any]:
+    """Rejected arguments as they can be stored: text keys, JSON values (others as repr)."""
+    text_keys = {str(key): value for key, value in args.items()}
+    return json.loads(json.dumps(text_keys, default=repr).encode("utf-8", "replace"))
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:

@@ -208,7 +208,11 @@ def _check_power(base: Number, exponent: Number) -> None:
     """Refuse an integer power before computing it when its result would be huge."""
     if not (isinstance(base, int) and isinstance(exponent, int)) or abs(base) <= 1:
         return  # float powers overflow quickly with an OverflowError instead
-    if exponent > 0 and exponent * math.log2(abs(base)) > _MAX_INT_BITS:
+    # |base| >= 2 here, so an exponent over the bit limit is too large on its own (and a
+    # huge int exponent would overflow the float product below).
+    if exponent > _MAX_INT_BITS or (
+        exponent > 0 and exponent * math.log2(abs(base)) > _MAX_INT_BITS
+    ):
         raise ToolError(
             f"{_shown(base)} ** {exponent} would have more than {_max_digits()} digits; "
             f"work with logarithms instead (its number of digits is about "

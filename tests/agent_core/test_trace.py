@@ -166,8 +166,9 @@ def test_hostile_text_round_trips_unchanged_and_the_file_is_ascii(tools, store):
     llm = ScriptedLLM([action("multiply", '{"a": 2, "b": 3}', thought=HOSTILE), answer(HOSTILE)])
     agent = AgentRunner(ReActAgentWorker.from_tools(tools, llm=llm), store=store)
     task_id = agent.create_task(HOSTILE).task_id
-    agent.run_until(task_id)
+    agent.run_step(task_id)
     agent.add_feedback(task_id, HOSTILE)
+    agent.run_until(task_id)
 
     trace = export_trace(agent.get_task_state(task_id))
     new_id = import_trace(trace, store)

@@ -177,3 +177,8 @@ def test_any_input_gives_a_number_or_a_tool_error_never_a_crash(expression):
         assert str(exc)
     else:  # an int of any allowed size, or a finite float
         assert result.lstrip("-").isdigit() or math.isfinite(float(result))
+
+
+def test_a_power_tower_is_refused_not_overflowed():
+    with pytest.raises(ToolError, match="digits"):
+        calculate("2**2**1100")
