@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import inspect
+import operator
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 
-from agent_core._tokens import estimate_tokens
+from agent_core._tokens import CHARS_PER_TOKEN, estimate_tokens
 from agent_core.errors import LLMError
 from agent_core.llms.base import ChatMessage, ChatResponse, ChatStreamEvent, ToolSpec, Usage
 
@@ -16,6 +17,7 @@ Reply = str | ChatResponse
 ReplyFn = Callable[[list[ChatMessage], list[ToolSpec]], Reply | Awaitable[Reply]]
 
 _WORDS = re.compile(r"\S+\s*|\s+")
+_CONTENT = operator.attrgetter("content")
 
 
 def _as_response(reply: Reply, messages: Sequence[ChatMessage], model: str) -> ChatResponse:
@@ -26,7 +28,8 @@ def _as_response(reply: Reply, messages: Sequence[ChatMessage], model: str) -> C
             f"{model} returned a {type(reply).__name__}; a scripted reply must be a str or a "
             "ChatResponse"
         )
-    prompt_tokens = estimate_tokens("".join(m.content for m in messages))
+    # Counted in C (map/len): this runs every call over the whole history.
+    prompt_tokens = -(-sum(map(len, map(_CONTENT, messages))) // CHARS_PER_TOKEN)
     return ChatResponse(
         message=ChatMessage(role="assistant", content=reply),
         usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=estimate_tokens(reply)),
