@@ -11,11 +11,12 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from agent_core.errors import LLMError, StepError, UserError
-from agent_core.events import EventSink, TokenDeltaEvent
+from agent_core.errors import StepError, UserError
+from agent_core.events import EventSink
 from agent_core.llms.base import LLM, ChatMessage, ChatResponse, ToolSpec
 from agent_core.tools.base import BaseTool
 from agent_core.types import StepKind, Task, TaskStep, TaskStepOutput
+from agent_core.workers._chat import step_chat
 from agent_core.workers.base import BaseAgentWorker
 
 __all__ = ["DEFAULT_MAX_ITERATIONS", "ToolCallingWorker"]
@@ -107,14 +108,4 @@ class ToolCallingWorker(BaseAgentWorker):
         tools: Sequence[ToolSpec] | None = None,
     ) -> ChatResponse:
         """The model's reply, streamed as token deltas when there is an `emit` to stream to."""
-        if emit is None:
-            return await self.llm.chat(messages, tools=tools)
-        response = None
-        async for event in self.llm.stream_chat(messages, tools=tools):
-            if event.delta:
-                emit(TokenDeltaEvent(step_id=step.step_id, delta=event.delta))
-            if event.response is not None:
-                response = event.response
-        if response is None:
-            raise LLMError(f"the stream from {self.llm.model} ended without a complete reply")
-        return response
+        return await step_chat(self.llm, messages, step, emit, tools=tools)

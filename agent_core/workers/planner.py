@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from agent_core._tokens import estimate_tokens
-from agent_core.errors import AgentCoreError, LLMError, StepError, UserError
+from agent_core.errors import AgentCoreError, StepError, UserError
 from agent_core.events import (
     EventSink,
     StepCompletedEvent,
@@ -29,8 +29,9 @@ from agent_core.events import (
     ToolCallFinishedEvent,
     ToolCallStartedEvent,
 )
-from agent_core.llms.base import LLM, ChatMessage, ChatResponse, Usage
+from agent_core.llms.base import LLM, ChatMessage, Usage
 from agent_core.types import StepInput, StepKind, Task, TaskStep, TaskStepOutput, ToolOutput
+from agent_core.workers._chat import step_chat
 from agent_core.workers._plan import (
     MAX_PLAN_ITEMS,
     PLAN_FORMAT,
@@ -186,7 +187,7 @@ class PlannerAgentWorker(BaseAgentWorker):
             request, reply = task.input, plan.model_dump_json()
         else:
             request = step.input if isinstance(step.input, str) and step.input else task.input
-            response = await _chat(self.llm, self._plan_messages(task, request), step, emit)
+            response = await step_chat(self.llm, self._plan_messages(task, request), step, emit)
             usage, reply = response.usage, response.text
             plan = parse_plan(reply, agents=self.agents)
         task.memory.put(ChatMessage(role="user", content=request))
@@ -274,7 +275,7 @@ class PlannerAgentWorker(BaseAgentWorker):
     ) -> TaskStepOutput:
         note = step.input if isinstance(step.input, str) and step.input.strip() else None
         messages = self._aggregate_messages(task, _stored_plan(task), note=note)
-        response = await _chat(self.llm, messages, step, emit)
+        response = await step_chat(self.llm, messages, step, emit)
         task.memory.put(messages[-1])
         task.memory.put(ChatMessage(role="assistant", content=response.text))
         task.extra_state[_ANSWER_KEY] = response.text
@@ -458,19 +459,3 @@ async def _sub_step(
     if output is None:
         raise StepError("the sub-agent's step stream ended without a result")
     return output
-
-
-async def _chat(
-    llm: LLM, messages: list[ChatMessage], step: TaskStep, emit: EventSink | None
-) -> ChatResponse:
-    if emit is None:
-        return await llm.chat(messages)
-    response = None
-    async for event in llm.stream_chat(messages):
-        if event.delta:
-            emit(TokenDeltaEvent(step_id=step.step_id, delta=event.delta))
-        if event.response is not None:
-            response = event.response
-    if response is None:
-        raise LLMError(f"the stream from {llm.model} ended without a complete reply")
-    return response
