@@ -46,13 +46,17 @@ def export_trace(state: TaskState) -> str:
     The document is `{"format": "stepwise.trace", "version": 1, "exported_at": ...,
     "task": <the TaskState as JSON>}`. It is ASCII-only (other characters are JSON
     escapes), so any text a model produced survives every file system and encoding. It holds
-    no API keys: a task's spec never contains one.
+    no API keys: a task's spec never contains one, and the host and process that ran a step
+    (`claimed_by`) are left out.
     """
+    task = state.model_dump(mode="json")
+    for step in task["steps"].values():
+        step["claimed_by"] = None
     document = {
         "format": TRACE_FORMAT,
         "version": TRACE_VERSION,
         "exported_at": utcnow().isoformat(),
-        "task": state.model_dump(mode="json"),
+        "task": task,
     }
     return json.dumps(document, indent=1)
 

@@ -309,3 +309,12 @@ def test_validation_messages_do_not_echo_the_bad_values(trace):
         import_trace(bad, InMemoryStore())
     assert "<script>" not in str(caught.value)
     assert len(str(caught.value)) < 600
+
+
+def test_a_trace_does_not_say_which_host_and_process_ran_a_step(tools):
+    llm = ScriptedLLM([action("multiply", '{"a": 2, "b": 3}')])
+    agent = AgentRunner(ReActAgentWorker.from_tools(tools, llm=llm))
+    task_id = agent.create_task("2 * 3?").task_id
+    state = agent.get_task_state(task_id)
+    next(iter(state.steps.values())).claimed_by = "myhost:4242:abcd"  # As if it were running.
+    assert "myhost" not in export_trace(state)
