@@ -2,10 +2,7 @@
 
 import streamlit as st
 
-from components.dag_view import ensure_static_assets
-
 st.set_page_config(page_title="Stepwise", layout="wide")
-ensure_static_assets()
 
 navigation = st.navigation(
     [

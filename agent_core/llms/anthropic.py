@@ -126,19 +126,11 @@ class AnthropicLLM:
         self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
     ) -> ChatResponse:
         """Send `messages` (and the tools the model may call); return the model's reply."""
-        system, wire_messages = _wire_messages(messages)
-        wire_tools = [_wire_tool(t) for t in tools or ()]
+        request = self._request(messages, tools)
 
         async def create() -> Message:
             with self._map_api_errors():
-                return await self._client.messages.create(
-                    model=self.model,
-                    max_tokens=self.max_tokens,
-                    messages=wire_messages,
-                    system=system or anthropic.omit,
-                    tools=wire_tools or anthropic.omit,
-                    extra_body=self._extra_body(),
-                )
+                return await self._client.messages.create(**request)
 
         reply = await with_retries(create, self.retry_policy)
         return self._response_of(reply)
@@ -151,20 +143,11 @@ class AnthropicLLM:
         Only opening the stream is retried: once text has been shown, repeating the call
         would show a different reply.
         """
-        system, wire_messages = _wire_messages(messages)
-        wire_tools = [_wire_tool(t) for t in tools or ()]
+        request = self._request(messages, tools)
 
         async def open_stream() -> anthropic.AsyncStream[RawMessageStreamEvent]:
             with self._map_api_errors():
-                return await self._client.messages.create(
-                    model=self.model,
-                    max_tokens=self.max_tokens,
-                    messages=wire_messages,
-                    system=system or anthropic.omit,
-                    tools=wire_tools or anthropic.omit,
-                    extra_body=self._extra_body(),
-                    stream=True,
-                )
+                return await self._client.messages.create(**request, stream=True)
 
         reply = _StreamedReply()
         events = relay_stream(
@@ -178,6 +161,20 @@ class AnthropicLLM:
         async with aclosing(events):  # Closing us closes the SDK stream at once.
             async for event in events:
                 yield event
+
+    def _request(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None
+    ) -> dict[str, Any]:
+        """The arguments a messages call sends, streamed or not."""
+        system, wire_messages = _wire_messages(messages)
+        return {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": wire_messages,
+            "system": system or anthropic.omit,
+            "tools": [_wire_tool(t) for t in tools or ()] or anthropic.omit,
+            "extra_body": self._extra_body(),
+        }
 
     def _extra_body(self) -> dict[str, Any] | None:
         # SDK 2.x has no sampling parameters; a gateway that accepts one still gets it.

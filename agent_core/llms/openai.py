@@ -109,21 +109,26 @@ class OpenAILLM:
     def __repr__(self) -> str:
         return f"OpenAILLM(model={self.model!r}, base_url={self.base_url!r})"
 
+    def _request(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None
+    ) -> dict[str, Any]:
+        """The arguments a chat call sends, streamed or not."""
+        return {
+            "model": self.model,
+            "messages": [_wire_message(m) for m in messages],
+            "tools": [_wire_tool(t) for t in tools or ()] or openai.omit,
+            "temperature": _or_omit(self.temperature),
+        }
+
     async def chat(
         self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
     ) -> ChatResponse:
         """Send `messages` (and the tools the model may call); return the model's reply."""
-        wire_messages = [_wire_message(m) for m in messages]
-        wire_tools = [_wire_tool(t) for t in tools or ()]
+        request = self._request(messages, tools)
 
         async def create() -> ChatCompletion:
             with self._errors():
-                return await self._client.chat.completions.create(
-                    model=self.model,
-                    messages=wire_messages,
-                    tools=wire_tools or openai.omit,
-                    temperature=_or_omit(self.temperature),
-                )
+                return await self._client.chat.completions.create(**request)
 
         completion = await with_retries(create, self.retry_policy)
         return self._response_of(completion, messages)
@@ -136,18 +141,12 @@ class OpenAILLM:
         Only opening the stream is retried: once text has been shown, repeating the call
         would show a different reply.
         """
-        wire_messages = [_wire_message(m) for m in messages]
-        wire_tools = [_wire_tool(t) for t in tools or ()]
+        request = self._request(messages, tools)
 
         async def open_stream() -> openai.AsyncStream[ChatCompletionChunk]:
             with self._errors():
                 return await self._client.chat.completions.create(
-                    model=self.model,
-                    messages=wire_messages,
-                    tools=wire_tools or openai.omit,
-                    temperature=_or_omit(self.temperature),
-                    stream=True,
-                    stream_options={"include_usage": True},
+                    **request, stream=True, stream_options={"include_usage": True}
                 )
 
         reply = _StreamedReply()
