@@ -3,15 +3,31 @@
 A runner stamps a step it starts with `host:pid:runner`. Another runner (another tab, or a
 new process after a crash) reads the stamp: the step is interrupted, and may run again, when
 its process is gone or when it is this process but no runner here is running it any more.
+
+The stamp reaches the store only once a step has run for `CLAIM_PERSIST_DELAY_S`: a quick step
+commits once, when it completes. Until then `IN_FLIGHT` alone keeps the other runners of this
+process off the step; another process could start it too within that window, and whichever
+commits second gets `ConflictError`.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import threading
 import uuid
+from collections import Counter
 
-__all__ = ["ClaimRegistry", "claim_is_stale", "new_claim_owner"]
+__all__ = [
+    "CLAIM_PERSIST_DELAY_S",
+    "IN_FLIGHT",
+    "ClaimRegistry",
+    "claim_is_stale",
+    "new_claim_owner",
+]
+
+CLAIM_PERSIST_DELAY_S = 0.02
+"""How long a step runs before its claim is written to the store (see the module docstring)."""
 
 _HOST = socket.gethostname()
 
@@ -40,14 +56,28 @@ class ClaimRegistry:
 
     def __init__(self) -> None:
         self._running: set[tuple[str, str]] = set()
+        self._steps: Counter[str] = Counter()
+        self._guard = threading.Lock()  # Tabs run steps from several threads.
 
     def start(self, owner: str, step_id: str) -> None:
         """Record that `owner` began running a step in this process."""
-        self._running.add((owner, step_id))
+        with self._guard:
+            if (owner, step_id) not in self._running:
+                self._running.add((owner, step_id))
+                self._steps[step_id] += 1
 
     def finish(self, owner: str, step_id: str) -> None:
         """Record that `owner` stopped running a step."""
-        self._running.discard((owner, step_id))
+        with self._guard:
+            if (owner, step_id) in self._running:
+                self._running.discard((owner, step_id))
+                self._steps[step_id] -= 1
+                if not self._steps[step_id]:
+                    del self._steps[step_id]
+
+    def runs_step(self, step_id: str) -> bool:
+        """Whether any runner of this process is running the step (claim stored or not)."""
+        return step_id in self._steps
 
     def __contains__(self, key: object) -> bool:
         return key in self._running

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent_core._claims import claim_is_stale
+from agent_core._claims import IN_FLIGHT, claim_is_stale
 from agent_core.errors import (
     ConflictError,
     NothingToRunError,
@@ -51,7 +51,8 @@ def step_of(state: TaskState, step_id: str) -> TaskStep:
 def is_claimable(step: TaskStep) -> bool:
     """Whether no live run holds the step (a crashed run's claim does not count)."""
     if step.status is not StepStatus.RUNNING:
-        return True
+        # Another runner of this process may be running it before its claim is stored.
+        return not IN_FLIGHT.runs_step(step.step_id)
     return claim_is_stale(step.claimed_by, step.step_id)
 
 
@@ -60,7 +61,7 @@ def check_runnable(state: TaskState, step: TaskStep) -> None:
     if not is_claimable(step):
         raise ConflictError(
             f"step {step.step_id} of task {short_id(state.task_id)} is already running "
-            f"({step.claimed_by}); wait for it to finish"
+            f"({step.claimed_by or 'in this process'}); wait for it to finish"
         )
     waiting = [
         dep
@@ -105,7 +106,7 @@ def nothing_to_run(state: TaskState) -> UserError:
         return NothingToRunError(
             f"task {task} has no upcoming step; undo_step() goes back, create_task() starts over"
         )
-    if any(state.steps[s].status is StepStatus.RUNNING for s in state.queue):
+    if any(not is_claimable(state.steps[s]) for s in state.queue):
         return ConflictError(
             f"every ready step of task {task} is already running; wait for it to finish"
         )

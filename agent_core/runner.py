@@ -10,6 +10,7 @@ refuse to run inside a live loop (use the `a`-prefixed twin there).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import threading
@@ -18,7 +19,12 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 from agent_core import _undo
-from agent_core._claims import IN_FLIGHT, claim_is_stale, new_claim_owner
+from agent_core._claims import (
+    CLAIM_PERSIST_DELAY_S,
+    IN_FLIGHT,
+    claim_is_stale,
+    new_claim_owner,
+)
 from agent_core._queue import (
     adopt_next_steps,
     is_claimable,
@@ -334,10 +340,11 @@ class AgentRunner:
         with self._lock(task_id):
             self._check_active(state, f"have steps {verb}")
             step = step_of(state, step_id)
-            if step_id not in state.queue or step.status is StepStatus.RUNNING:
+            running = step.status is StepStatus.RUNNING or IN_FLIGHT.runs_step(step_id)
+            if step_id not in state.queue or running:
+                status = "running" if running else step.status.value
                 raise UserError(
-                    f"step {step_id} is {step.status.value}; only upcoming or failed steps "
-                    f"can be {verb}"
+                    f"step {step_id} is {status}; only upcoming or failed steps can be {verb}"
                 )
             change(state, step)
             self._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
@@ -346,6 +353,7 @@ class AgentRunner:
     # ---------------------------------------------------------------------- running
 
     def _claim(self, state: TaskState, step_id: str | None, input: StepInput) -> TaskStep:
+        """Mark the step running here; the store hears of it from `_store_claim`, if at all."""
         with self._lock(state.task_id):
             self._check_active(state, "run")
             step = pick_step(state, step_id)
@@ -356,18 +364,22 @@ class AgentRunner:
             step.claimed_by = self._owner
             step.started_at = utcnow()
             step.error = None
+            IN_FLIGHT.start(self._owner, step.step_id)
+        return step
+
+    def _store_claim(self, state: TaskState, step: TaskStep) -> None:
+        """Write a still-running step's claim, so a crash leaves it marked interrupted."""
+        with self._lock(state.task_id):
+            current = self.state.task_dict.get(state.task_id) is state
+            if not current or step.status is not StepStatus.RUNNING:
+                return
             claim = TaskChange(
                 state=state, base_version=state.version, steps=[step], task_row=False
             )
-            # In flight before the claim is visible: another runner in this process must
-            # never see our fresh claim as stale and run the step too.
-            IN_FLIGHT.start(self._owner, step.step_id)
             try:
                 self._commit(state, claim)
-            except BaseException:
-                IN_FLIGHT.finish(self._owner, step.step_id)
-                raise
-        return step
+            except AgentCoreError:
+                pass  # The step's own commit meets the same conflict and reports it.
 
     async def _arun_step(
         self,
@@ -381,6 +393,9 @@ class AgentRunner:
         self._check_size(input, "the step input")
         state = self._task_state(task_id)
         step = self._claim(state, step_id, input)
+        store_claim = asyncio.get_running_loop().call_later(
+            CLAIM_PERSIST_DELAY_S, self._store_claim, state, step
+        )
         base_json = state._extra_state_json or "{}"
         view = state.task.model_copy(
             update={"memory": state.task.memory.staged(), "extra_state": json.loads(base_json)}
@@ -404,6 +419,7 @@ class AgentRunner:
                 self._release(state, step)
                 raise
             finally:
+                store_claim.cancel()
                 IN_FLIGHT.finish(self._owner, step.step_id)
 
     def _complete(
@@ -465,18 +481,27 @@ class AgentRunner:
         error.task_id, error.step_id = state.task_id, step.step_id
         for _ in range(_FAIL_COMMIT_TRIES):
             try:
-                self._record_failure(state.task_id, step.step_id, message)
+                self._record_failure(state.task_id, step, message)
             except ConflictError:
                 continue  # Another tab committed meanwhile: reload and record it again.
             break
         return error
 
-    def _record_failure(self, task_id: str, step_id: str, message: str) -> None:
+    def _record_failure(self, task_id: str, ran: TaskStep, message: str) -> None:
         with self._lock(task_id):
             state = self._task_state(task_id)  # Reloads if a refused commit dropped it.
-            step = state.steps.get(step_id)
-            if step is None or step.status is not StepStatus.RUNNING:
+            step = state.steps.get(ran.step_id)
+            if step is None or ran.step_id not in state.queue:
                 return  # Another runner already settled the step; leave its record alone.
+            if step.claimed_by not in (None, self._owner) and not is_claimable(step):
+                return  # Another live run holds it now.
+            if step is not ran:  # Reloaded: our claim may never have reached the store.
+                step.input, step.proposed_input, step.edited = (
+                    ran.input,
+                    ran.proposed_input,
+                    ran.edited,
+                )
+                step.attempts, step.started_at = ran.attempts, ran.started_at
             step.status = StepStatus.FAILED
             step.error = message
             step.claimed_by = None

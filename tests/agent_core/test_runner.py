@@ -348,6 +348,36 @@ def test_runner_survives_a_cancelled_step(make_agent):
     assert step.status is StepStatus.UPCOMING and step.claimed_by is None
 
 
+def test_a_quick_step_commits_once_and_a_slow_one_is_marked_running_in_the_store():
+    from agent_core.llms import FunctionLLM
+    from agent_core.store import InMemoryStore
+    from agent_core.workers import ReActAgentWorker
+
+    store = InMemoryStore()
+    commits = []
+    commit = store.commit
+    store.commit = lambda change: (commits.append(change), commit(change))  # type: ignore[method-assign]
+    seen_while_running = []
+
+    async def reply(messages, tools):
+        if len(messages) > 2:  # The second step is slow: it outlives the claim delay.
+            await asyncio.sleep(0.2)
+            seen_while_running.append(store.load_task(task.task_id).steps[step_id].status)
+        return answer("done") if len(messages) > 2 else action("add", '{"a": 1, "b": 2}')
+
+    agent = AgentRunner(ReActAgentWorker.from_tools([], llm=FunctionLLM(reply)), store=store)
+    task = agent.create_task("hi")
+    commits.clear()
+    agent.run_step(task.task_id)
+    assert len(commits) == 1  # Claim and completion in one write.
+
+    step_id = agent.get_upcoming_steps(task.task_id)[0].step_id
+    commits.clear()
+    agent.run_step(task.task_id)
+    assert seen_while_running == [StepStatus.RUNNING]
+    assert len(commits) == 2
+
+
 def test_without_a_conversation_tasks_share_no_history(make_agent):
     agent, llm = make_agent([*SEED_REPLIES, answer("again")], conversation_id=None)
     agent.chat(QUESTION)

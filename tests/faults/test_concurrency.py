@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from agent_core import AgentRunner, StepKind, StepStatus, Task, TaskState, TaskStep
+from agent_core import runner as runner_module
 from agent_core.errors import ConflictError, NothingToRunError, NotReadyError, StepError
 from agent_core.store import SQLiteStore
 from agent_core.types import TaskStepOutput
@@ -195,55 +196,44 @@ def test_two_tabs_on_one_task_lose_and_duplicate_no_step(
     assert reloaded.finalize_response(task_id).response == f"count={TARGET}"
 
 
-class _PauseAfterClaim:
-    """Wraps a tab's store: right after the tab commits its claim on a step, it waits.
-
-    This is the scheduler switching threads at the worst moment: the claim is in the file,
-    the tab has not started the step yet. Whatever the runner does to mark the step as its
-    own must already be done by then.
-    """
-
-    def __init__(self, store: SQLiteStore) -> None:
-        self.commit = store.commit
-        self.paused = threading.Event()
-        self.release = threading.Event()
-
-    def __call__(self, change: Any) -> None:
-        self.commit(change)
-        claimed = any(step.status is StepStatus.RUNNING for step in change.steps)
-        if claimed and not self.paused.is_set():
-            self.paused.set()
-            self.release.wait(timeout=30)
+def _stored_status(store: SQLiteStore, task_id: str, step_id: str) -> StepStatus:
+    state = store.load_task(task_id)
+    assert state is not None
+    return state.steps[step_id].status
 
 
-def test_a_step_claimed_by_one_tab_is_not_run_by_the_other(
-    stores: list[SQLiteStore], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("claim_stored", [False, True], ids=["claim-not-stored-yet", "stored"])
+def test_a_step_running_in_one_tab_is_not_run_by_the_other(
+    stores: list[SQLiteStore], monkeypatch: pytest.MonkeyPatch, claim_stored: bool
 ) -> None:
+    # The claim reaches the file after CLAIM_PERSIST_DELAY_S; pin it either side of the race.
+    monkeypatch.setattr(runner_module, "CLAIM_PERSIST_DELAY_S", 0.0 if claim_stored else 60.0)
     tracker = Tracker()
-    first, second = (AgentRunner(CountingWorker(tracker), store=s) for s in stores[:2])
-    task_id = first.create_task("count to 50").task_id
-    pause = _PauseAfterClaim(stores[0])
-    monkeypatch.setattr(stores[0], "commit", pause)
-    outcome: list[BaseException | TaskStepOutput] = []
+    seen: list[object] = []
 
-    def first_tab() -> None:
+    def other_tab_clicks_run() -> None:
+        step_id = first.get_upcoming_steps(task_id)[0].step_id
+        deadline = time.monotonic() + 10
+        while claim_stored and _stored_status(stores[2], task_id, step_id) is StepStatus.UPCOMING:
+            assert time.monotonic() < deadline, "the claim never reached the file"
+            time.sleep(0.005)
+        seen.append(_stored_status(stores[2], task_id, step_id))
         try:
-            outcome.append(first.run_step(task_id))
-        except BaseException as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=first_tab)
-    thread.start()
-    assert pause.paused.wait(timeout=30)
-    try:
-        with pytest.raises(ConflictError, match="already running"):
             second.run_step(task_id)
-    finally:
-        pause.release.set()
-        thread.join(timeout=30)
-    [result] = outcome
-    assert isinstance(result, TaskStepOutput)
+        except ConflictError as exc:
+            seen.append(exc)
+
+    first = AgentRunner(CountingWorker(tracker, meanwhile=other_tab_clicks_run), store=stores[0])
+    second = AgentRunner(CountingWorker(tracker), store=stores[1])
+    task_id = first.create_task("count to 50").task_id
+
+    result = first.run_step(task_id)
+
+    expected = StepStatus.RUNNING if claim_stored else StepStatus.UPCOMING
+    assert seen[0] is expected
+    assert isinstance(seen[1], ConflictError) and "already running" in str(seen[1])
     assert tracker.runs[result.task_step.step_id] == 1
+    assert _stored_status(stores[2], task_id, result.task_step.step_id) is StepStatus.COMPLETED
 
 
 def test_a_failure_is_recorded_even_when_the_other_tab_commits_meanwhile(
