@@ -17,7 +17,7 @@ from agent_core.errors import (
     StepNotFoundError,
     UserError,
 )
-from agent_core.types import DONE_STATUSES, StepStatus, TaskState, TaskStep, utcnow
+from agent_core.types import DONE_STATUSES, StepStatus, TaskState, TaskStep, short_id, utcnow
 
 __all__ = [
     "adopt_next_steps",
@@ -26,14 +26,8 @@ __all__ = [
     "mark_completed",
     "nothing_to_run",
     "pick_step",
-    "short_id",
     "step_of",
 ]
-
-
-def short_id(task_id: str) -> str:
-    """The first characters of an id, enough to tell tasks apart in a message."""
-    return task_id[:8]
 
 
 def step_of(state: TaskState, step_id: str) -> TaskStep:

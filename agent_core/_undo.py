@@ -12,7 +12,7 @@ import logging
 
 from agent_core.effects import revert_effects
 from agent_core.store.base import MemoryWrite, TaskChange
-from agent_core.types import StepKind, StepStatus, TaskState, TaskStep, new_id
+from agent_core.types import StepKind, StepStatus, TaskState, TaskStep, new_id, short_id
 
 __all__ = ["link_feedback", "undo_last"]
 
@@ -64,7 +64,7 @@ def _requeue(state: TaskState, step: TaskStep, change: TaskChange) -> list[TaskS
         step_state=dict(step.step_state),
         prev_step_ids=list(step.prev_step_ids),
         depends_on=list(step.depends_on),
-        branch_id=new_id()[:8],
+        branch_id=short_id(new_id()),
     )
     state.steps[again.step_id] = again
     state.queue.insert(0, again.step_id)

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from agent_core.errors import WorkerStateError
+from agent_core.types import short_id
 
 __all__ = ["dump_state", "merge_state"]
 
@@ -25,7 +26,7 @@ def dump_state(extra_state: dict[str, Any], *, task_id: str, step_id: str) -> st
     except (TypeError, ValueError) as exc:
         bad = [key for key, value in extra_state.items() if not _serialisable(value)]
         raise WorkerStateError(
-            f"the worker left state that cannot be stored as JSON in task {task_id[:8]} "
+            f"the worker left state that cannot be stored as JSON in task {short_id(task_id)} "
             f"(keys {bad or list(extra_state)}: {exc}); keep only str, numbers, bools, None, "
             "lists and dicts in task.extra_state",
             task_id=task_id,

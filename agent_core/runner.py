@@ -30,7 +30,6 @@ from agent_core._queue import (
     is_claimable,
     mark_completed,
     pick_step,
-    short_id,
     step_of,
 )
 from agent_core._streaming import Finished, relay_events
@@ -72,6 +71,7 @@ from agent_core.types import (
     TaskStep,
     TaskStepOutput,
     ToolOutput,
+    short_id,
     utcnow,
 )
 from agent_core.workers.base import BaseAgentWorker

@@ -23,7 +23,7 @@ from agent_core._worker_state import dump_state
 from agent_core.errors import UserError
 from agent_core.spec import AgentSpec
 from agent_core.store.base import MemoryWrite, Store, TaskChange
-from agent_core.types import TaskState, TaskStatus, TaskStep, new_id, utcnow
+from agent_core.types import TaskState, TaskStatus, TaskStep, new_id, short_id, utcnow
 
 __all__ = ["MAX_TRACE_BYTES", "TRACE_FORMAT", "TRACE_VERSION", "export_trace", "import_trace"]
 
@@ -220,7 +220,7 @@ def _shown(value: Any) -> str:
 def _free_task_id(task_id: str, store: Store) -> str:
     if store.task_version(task_id) is not None:
         raise UserError(
-            f"the store already has task {task_id[:8]}; import the trace as a new task "
+            f"the store already has task {short_id(task_id)}; import the trace as a new task "
             "(as_new=True) or delete that task first"
         )
     if ":" in task_id:  # The store keys shared conversations as "conversation:<id>".

@@ -6,7 +6,8 @@ by id, never by live object, so a task can be stored, reloaded and drawn as a DA
 
 from __future__ import annotations
 
-import uuid
+import secrets
+import time
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -32,6 +33,7 @@ __all__ = [
     "TaskStepOutput",
     "ToolOutput",
     "new_id",
+    "short_id",
     "utcnow",
 ]
 
@@ -40,8 +42,20 @@ StepInput = str | dict[str, Any] | None
 
 
 def new_id() -> str:
-    """A fresh random id for a task, step or branch."""
-    return uuid.uuid4().hex
+    """A fresh id for a task or step: 32 hex digits, milliseconds first, then 80 random bits.
+
+    Ids made later sort later (as UUIDv7 does), so the store's indexes grow at their right
+    edge: a commit touches the same few pages instead of a random page per new row.
+    """
+    return f"{time.time_ns() // 1_000_000:012x}{secrets.randbits(80):020x}"
+
+
+def short_id(id: str) -> str:
+    """The last 8 digits of an id: enough to tell tasks and steps apart in a message.
+
+    The first digits are the creation time, shared by every id made in the same minute.
+    """
+    return id[-8:]
 
 
 def utcnow() -> datetime:

@@ -15,7 +15,7 @@ from agent_core.errors import AgentCoreError, TaskNotFoundError
 from agent_core.llms.base import Usage
 from agent_core.store.base import Store, TaskSummary
 from agent_core.trace import MAX_TRACE_BYTES, export_trace, import_trace
-from agent_core.types import TaskStatus
+from agent_core.types import TaskStatus, short_id
 from components import runtime, state
 from components.actions import attempt
 
@@ -71,7 +71,7 @@ def summary_line(task: TaskSummary) -> str:
     return (
         f"{task.status.value} · {done} done · {task.steps_upcoming} upcoming · "
         f"{task.usage.total_tokens:,} tokens · {cost_text(task.usage)} · "
-        f"updated {task.updated_at:%Y-%m-%d %H:%M} UTC · id {task.task_id[:8]}"
+        f"updated {task.updated_at:%Y-%m-%d %H:%M} UTC · id {short_id(task.task_id)}"
     )
 
 
@@ -82,7 +82,7 @@ def _one_line(text: str) -> str:
 
 def trace_file_name(task_id: str) -> str:
     """The name a downloaded trace gets."""
-    return f"stepwise-task-{task_id[:8]}.json"
+    return f"stepwise-task-{short_id(task_id)}.json"
 
 
 def trace_data(store: Store, task_id: str) -> Callable[[], str]:
@@ -92,7 +92,7 @@ def trace_data(store: Store, task_id: str) -> Callable[[], str]:
         # Runs on a server thread outside the script: it must not call Streamlit.
         loaded = store.load_task(task_id)
         if loaded is None:
-            raise TaskNotFoundError(f"task {task_id[:8]} was deleted; nothing to export")
+            raise TaskNotFoundError(f"task {short_id(task_id)} was deleted; nothing to export")
         return export_trace(loaded)
 
     return build
@@ -134,7 +134,9 @@ def render_task_row(task: TaskSummary, *, store: Store) -> None:
 
 
 def _delete(task_id: str) -> None:
-    attempt(lambda: runtime.reader().delete_task(task_id), success=f"Deleted task {task_id[:8]}.")
+    attempt(
+        lambda: runtime.reader().delete_task(task_id), success=f"Deleted task {short_id(task_id)}."
+    )
     if state.current_task_id() == task_id:
         state.set_current_task_id(None)
     st.rerun()
@@ -156,7 +158,7 @@ def render_import() -> None:
         task_id = _try_import(upload.getvalue())
         if task_id is None:
             return
-        state.push_notice("success", f"Imported task {task_id[:8]}. {READ_ONLY_NOTE}")
+        state.push_notice("success", f"Imported task {short_id(task_id)}. {READ_ONLY_NOTE}")
         state.set_current_task_id(task_id)
         st.switch_page("pages/stepper.py")
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 from agent_core import StepKind, StepStatus, Task, TaskState, TaskStep, TaskStepOutput, ToolOutput
 from agent_core.llms import ChatMessage, ToolCall, Usage
 from agent_core.memory import ChatMemoryBuffer
+from agent_core.types import new_id, short_id
 
 
 def _state() -> TaskState:
@@ -74,3 +77,13 @@ def test_usage_adds_and_subtracts_with_unknown_cost():
     assert (total.total_tokens, total.cost_usd) == (17, 0.5)
     assert (unknown + unknown).cost_usd is None
     assert (total - known).total_tokens == 2 and (total - known).cost_usd == 0.0
+
+
+def test_ids_sort_in_creation_order_and_their_short_form_tells_them_apart():
+    ids = [new_id() for _ in range(200)]
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    assert len(set(ids)) == len(ids)
+    later = new_id()
+    time.sleep(0.002)
+    assert new_id() > later  # A later millisecond sorts after.
+    assert len({short_id(i) for i in ids}) == len(ids)  # Same minute, distinct short ids.

@@ -16,7 +16,7 @@ from agent_core.llms import ChatMessage, ScriptedLLM
 from agent_core.llms.base import ChatResponse, Usage
 from agent_core.store import InMemoryStore, SQLiteStore
 from agent_core.trace import TRACE_FORMAT, import_trace
-from agent_core.types import TaskStatus
+from agent_core.types import TaskStatus, short_id
 from agent_core.workers import ReActAgentWorker
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -88,9 +88,9 @@ def test_tasks_show_status_steps_tokens_and_cost(app, db_path):
     captions = _row_captions(_tasks_page(app))
 
     assert len(captions) == 2
-    ran_line = next(c for c in captions if ran[:8] in c)
+    ran_line = next(c for c in captions if short_id(ran) in c)
     assert ran_line.startswith("active · 1 step done · 0 upcoming · 1,234 tokens · $0.0123")
-    waiting_line = next(c for c in captions if waiting[:8] in c)
+    waiting_line = next(c for c in captions if short_id(waiting) in c)
     assert waiting_line.startswith("abandoned · 0 steps done · 1 upcoming · 0 tokens · cost —")
     assert {t.value for t in app.text} >= {"What is six times seven?", "A task left waiting"}
 
@@ -129,14 +129,14 @@ def test_delete_after_confirming_removes_only_that_task(app, db_path):
     assert _open_buttons(app) == [kept]
     assert [t.task_id for t in SQLiteStore(db_path).list_tasks()] == [kept]
     assert app.session_state[TASK_STATE_KEY] is None
-    assert any(f"Deleted task {doomed[:8]}" in s.value for s in app.success)
+    assert any(f"Deleted task {short_id(doomed)}" in s.value for s in app.success)
 
 
 def test_export_serves_the_task_trace_as_json(app, db_path, deferred_downloads):
     task_id = _make_task(db_path, HOSTILE)
     _tasks_page(app)
 
-    mime, build = deferred_downloads[f"stepwise-task-{task_id[:8]}.json"]
+    mime, build = deferred_downloads[f"stepwise-task-{short_id(task_id)}.json"]
     document = json.loads(build())
 
     assert mime == "application/json"
@@ -153,7 +153,7 @@ def test_export_serves_the_task_trace_as_json(app, db_path, deferred_downloads):
 def test_importing_an_exported_trace_opens_a_new_read_only_task(app, db_path, deferred_downloads):
     original = _make_task(db_path, "Export me")
     _tasks_page(app)
-    trace = deferred_downloads[f"stepwise-task-{original[:8]}.json"][1]()
+    trace = deferred_downloads[f"stepwise-task-{short_id(original)}.json"][1]()
 
     app.file_uploader(key="trace-upload").upload("trace.json", trace.encode(), "application/json")
     app.run()
