@@ -39,24 +39,37 @@ CREATE TABLE IF NOT EXISTS tasks (
     extra_state TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS tasks_by_created ON tasks (created_at);
-CREATE TABLE IF NOT EXISTS steps (
-    step_id TEXT PRIMARY KEY,
-    task_id TEXT NOT NULL,
-    data TEXT NOT NULL,
-    output TEXT,
-    snapshot TEXT
-);
-CREATE INDEX IF NOT EXISTS steps_by_task ON steps (task_id);
 CREATE TABLE IF NOT EXISTS messages (
     owner TEXT NOT NULL, idx INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (owner, idx)
 ) WITHOUT ROWID;
 """
 
+# Steps live in a rowid table (appending fills the last page) with their small key in an index
+# whose right edge takes new rows, since ids sort by creation time.
+_STEPS_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS steps (task_id TEXT NOT NULL, step_id TEXT NOT NULL, "
+    "data TEXT NOT NULL, output TEXT, snapshot TEXT)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS steps_key ON steps (task_id, step_id)",
+]
+
+_LAYOUT_VERSION = 1
+"""`PRAGMA user_version` of the current layout. Layout 0 keyed steps by `step_id` (with a second
+index by task): three B-trees to touch per new step instead of two."""
+
+_MIGRATE_LAYOUT_0 = [
+    "ALTER TABLE steps RENAME TO steps_layout_0",
+    "DROP INDEX IF EXISTS steps_by_task",
+    *_STEPS_SCHEMA,
+    "INSERT INTO steps (task_id, step_id, data, output, snapshot) "
+    "SELECT task_id, step_id, data, output, snapshot FROM steps_layout_0 ORDER BY rowid",
+    "DROP TABLE steps_layout_0",
+]
+
 # A step, its output and its undo snapshot share one row, so completing a step is one upsert.
 # A NULL output or snapshot keeps the stored one; an empty snapshot drops it (undo).
 _UPSERT_STEP = (
-    "INSERT INTO steps (step_id, task_id, data, output, snapshot) VALUES (?, ?, ?, ?, ?) "
-    "ON CONFLICT (step_id) DO UPDATE SET data = excluded.data, "
+    "INSERT INTO steps (task_id, step_id, data, output, snapshot) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (task_id, step_id) DO UPDATE SET data = excluded.data, "
     "output = COALESCE(excluded.output, steps.output), "
     "snapshot = CASE WHEN excluded.snapshot = '' THEN NULL "
     "ELSE COALESCE(excluded.snapshot, steps.snapshot) END"
@@ -85,10 +98,29 @@ class SQLiteStore:
             # NORMAL in WAL mode survives a process crash; only an OS crash may drop the
             # last commits, never corrupt the file.
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+            self._migrate_layout_0()
+            self._db.executescript(_SCHEMA + ";".join(_STEPS_SCHEMA))
+            self._db.execute(f"PRAGMA user_version = {_LAYOUT_VERSION}")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
         self._lock = threading.Lock()
+
+    def _migrate_layout_0(self) -> None:
+        """Re-key the steps of a file written by layout 0, keeping their order."""
+        self._db.execute("BEGIN IMMEDIATE")  # Checked inside: another process may migrate too.
+        try:
+            (version,) = self._db.execute("PRAGMA user_version").fetchone()
+            old = self._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'steps'"
+            ).fetchone()
+            if version < _LAYOUT_VERSION and old is not None:
+                for statement in _MIGRATE_LAYOUT_0:
+                    self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {_LAYOUT_VERSION}")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -173,8 +205,8 @@ class SQLiteStore:
         snapshots.update((step_id, "") for step_id in change.dropped_snapshots)
         rows = [
             (
-                s.step_id,
                 task_id,
+                s.step_id,
                 s.model_dump_json(),
                 outputs.get(s.step_id),
                 snapshots.get(s.step_id),
@@ -186,15 +218,18 @@ class SQLiteStore:
         written = {s.step_id for s in change.steps}
         for column, values in (("output", outputs), ("snapshot", snapshots)):
             rest = [
-                (value or None, step_id)
+                (value or None, task_id, step_id)
                 for step_id, value in values.items()
                 if step_id not in written
             ]
             if rest:
-                db.executemany(f"UPDATE steps SET {column} = ? WHERE step_id = ?", rest)
+                db.executemany(
+                    f"UPDATE steps SET {column} = ? WHERE task_id = ? AND step_id = ?", rest
+                )
         if change.dropped_steps:
             db.executemany(
-                "DELETE FROM steps WHERE step_id = ?", [(i,) for i in change.dropped_steps]
+                "DELETE FROM steps WHERE task_id = ? AND step_id = ?",
+                [(task_id, i) for i in change.dropped_steps],
             )
         if change.memory is not None:
             self._write_messages(db, task_id, change.memory)

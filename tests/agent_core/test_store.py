@@ -530,3 +530,42 @@ def test_a_megabyte_output_round_trips(store: Store, reopen: Callable[[], Store]
     assert len(state.outputs[step_id].output) == 1_000_000
     assert state.outputs[step_id].output == big
     assert state.task.memory.get_all()[-1].content == reply
+
+
+_LAYOUT_0_STEPS = (
+    "CREATE TABLE steps (step_id TEXT PRIMARY KEY, task_id TEXT NOT NULL, data TEXT NOT NULL, "
+    "output TEXT, snapshot TEXT); CREATE INDEX steps_by_task ON steps (task_id);"
+)
+
+
+def test_a_file_from_the_first_layout_is_migrated_and_keeps_every_step(tmp_path: Path) -> None:
+    current = tmp_path / "current.db"
+    agent = AgentRunner(make_worker(ScriptedLLM([CALL_ADD, CALL_ADD])), store=SQLiteStore(current))
+    task_id = agent.create_task(QUESTION).task_id
+    agent.run_step(task_id)
+    agent.undo_step(task_id)  # An undone step and its re-queued copy: order matters.
+    agent.run_step(task_id)
+    expected = agent.get_task_state(task_id)
+
+    old = tmp_path / "layout0.db"
+    with sqlite3.connect(old) as db:  # What the first layout wrote, rows in creation order.
+        db.execute(f"ATTACH '{current}' AS cur")
+        for table in ("tasks", "messages"):
+            db.execute(f"CREATE TABLE {table} AS SELECT * FROM cur.{table}")
+        db.executescript(_LAYOUT_0_STEPS)
+        db.execute(
+            "INSERT INTO steps SELECT step_id, task_id, data, output, snapshot FROM cur.steps "
+            "ORDER BY rowid"
+        )
+        db.commit()
+
+    store = SQLiteStore(old)
+    loaded = AgentRunner(make_worker(ScriptedLLM(["Answer: 3"])), store=store)
+    state = loaded.get_task_state(task_id)
+    assert list(state.steps) == list(expected.steps)
+    assert state.completed == expected.completed and state.queue == expected.queue
+    assert loaded.run_step(task_id).is_last
+    assert store._db.execute("PRAGMA user_version").fetchone() == (1,)
+    names = {n for (n,) in store._db.execute("SELECT name FROM sqlite_master")}
+    assert "steps_layout_0" not in names and "steps_by_task" not in names
+    SQLiteStore(old)  # Opening it again finds nothing left to migrate.
