@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import json
 import platform
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from bench import parallel_plans, stepwise_react, storage, ui
+from bench import parallel_plans, sqlite_floor, storage, ui
 
 BENCH = Path(__file__).resolve().parent
 ANCHOR_PYTHON = BENCH / ".venv" / "bin" / "python"
 RESULTS = BENCH / "results" / "latest.json"
 KS = (10, 100)
 TASKS = 7
+ROUNDS = 3
+FRAMEWORKS = ("stepwise-sqlite", "stepwise-memory", "llamaindex", "langgraph")
 
 
 def _ensure_anchor_env() -> None:
@@ -36,31 +39,48 @@ def _ensure_anchor_env() -> None:
     )
 
 
-def _anchor(framework: str, k: int) -> dict:
-    command = [
-        str(ANCHOR_PYTHON), str(BENCH / "anchors" / "run_anchor.py"), framework,
-        "--k", str(k), "--tasks", str(TASKS),
-    ]  # fmt: skip
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
+def _measure_once(framework: str, k: int) -> dict:
+    """One framework's tasks, in a fresh process of its own (as every framework gets)."""
+    if framework.startswith("stepwise-"):
+        command = [
+            sys.executable,
+            "-m",
+            "bench.stepwise_react",
+            framework.removeprefix("stepwise-"),
+        ]
+    else:
+        command = [str(ANCHOR_PYTHON), str(BENCH / "anchors" / "run_anchor.py"), framework]
+    command += ["--k", str(k), "--tasks", str(TASKS)]
+    done = subprocess.run(command, check=True, capture_output=True, text=True, cwd=BENCH.parent)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def runner_overhead() -> list[dict]:
-    """µs per step for every framework and K, measured in this one run."""
+    """µs per step for every framework and K, measured in this one run.
+
+    The frameworks take turns, ROUNDS times over, and each reports the median of all its
+    tasks: a slow spell of this shared machine then lands on every framework, not on one.
+    """
     _ensure_anchor_env()
-    rows = []
-    for k in KS:
-        rows.append(stepwise_react.measure(k, store_kind="sqlite", tasks=TASKS))
-        rows.append(stepwise_react.measure(k, store_kind="memory", tasks=TASKS))
-        rows.append(_anchor("llamaindex", k))
-        rows.append(_anchor("langgraph", k))
-    return rows
+    rows: dict[tuple[str, int], dict] = {}
+    for _ in range(ROUNDS):
+        for k in KS:
+            for framework in FRAMEWORKS:
+                result = _measure_once(framework, k)
+                row = rows.setdefault((framework, k), {**result, "samples_us": []})
+                row["samples_us"] += result["samples_us"]
+    for row in rows.values():
+        row["us_per_step_median"] = statistics.median(row["samples_us"])
+    return list(rows.values())
 
 
 def _overhead_table(rows: list[dict]) -> list[str]:
     by = {(r["framework"], r["k"]): r["us_per_step_median"] for r in rows}
     ours = {k: by[("stepwise-sqlite", k)] for k in KS}
-    lines = ["Runner overhead (µs per step, median of 7 tasks; ratio = theirs / Stepwise+SQLite)"]
+    lines = [
+        f"Runner overhead (µs per step, median of {ROUNDS} x {TASKS} tasks; "
+        "ratio = theirs / Stepwise+SQLite)"
+    ]
     lines.append(f"  {'framework':20} {'K=10':>9} {'K=100':>9} {'K100/K10':>9} {'ratio@10':>9}")
     for name in dict.fromkeys(r["framework"] for r in rows):
         ten, hundred = by[(name, 10)], by[(name, 100)]
@@ -78,14 +98,19 @@ def main() -> None:
         "runner_overhead": runner_overhead(),
         "parallel_plans": parallel_plans.measure(),
         "storage": storage.measure(),
+        "sqlite_floor": sqlite_floor.measure(),
         "ui": ui.measure(),
     }
     results["seconds"] = time.time() - started
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2))
-    p, s = results["parallel_plans"], results["storage"]
+    p, s, f = results["parallel_plans"], results["storage"], results["sqlite_floor"]
+    by = {(r["framework"], r["k"]): r["us_per_step_median"] for r in results["runner_overhead"]}
     lines = [
         *_overhead_table(results["runner_overhead"]),
+        f"SQLite floor: the step commits of a K=10 task replayed as raw SQL (no framework): "
+        f"{f['replayed_commit_us_median']:.0f} µs per step = LlamaIndex's whole step / "
+        f"{by[('llamaindex', 10)] / f['replayed_commit_us_median']:.1f}",
         "",
         f"Parallel plans: 8 items x 200 ms: {p['items_parallel_s']:.2f} s in parallel vs "
         f"{p['items_sequential_s']:.2f} s one at a time = {p['items_speedup']:.1f}x "

@@ -2,10 +2,16 @@
 
 One `add` tool, K tool rounds and an answer, on a zero-latency scripted model; timed from
 after `create_task` to the last step, divided by the K + 1 steps (as the anchors do).
+`make bench` runs it in a process of its own, as it runs each anchor, so no framework pays
+for another's imports (a bigger heap makes every garbage collection slower):
+
+    .venv/bin/python -m bench.stepwise_react sqlite --k 10 --tasks 7
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
 import tempfile
 import time
@@ -62,8 +68,15 @@ def measure(k: int, *, store_kind: str, tasks: int = 7) -> dict:
     }
 
 
+def main(argv: list[str] | None = None) -> None:
+    """Print one JSON result line, as the anchors' `run_anchor.py` does."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("store", choices=("sqlite", "memory"))
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--tasks", type=int, default=7)
+    args = parser.parse_args(argv)
+    print(json.dumps(measure(args.k, store_kind=args.store, tasks=args.tasks)))
+
+
 if __name__ == "__main__":
-    for k in (10, 100):
-        for kind in ("sqlite", "memory"):
-            result = measure(k, store_kind=kind)
-            print(f"{result['framework']:18} K={k:<4} {result['us_per_step_median']:8.0f} µs/step")
+    main()
