@@ -23,7 +23,7 @@ ANCHOR_PYTHON = BENCH / ".venv" / "bin" / "python"
 RESULTS = BENCH / "results" / "latest.json"
 KS = (10, 100)
 TASKS = 7
-ROUNDS = 3
+ROUNDS = 5
 FRAMEWORKS = ("stepwise-sqlite", "stepwise-memory", "llamaindex", "langgraph")
 
 
