@@ -16,7 +16,6 @@ import os
 import socket
 import threading
 import uuid
-from collections import Counter
 
 __all__ = [
     "CLAIM_PERSIST_DELAY_S",
@@ -55,32 +54,31 @@ class ClaimRegistry:
     """
 
     def __init__(self) -> None:
-        self._running: set[tuple[str, str]] = set()
-        self._steps: Counter[str] = Counter()
+        self._owners: dict[str, set[str]] = {}  # step id -> runners running it here
         self._guard = threading.Lock()  # Tabs run steps from several threads.
 
     def start(self, owner: str, step_id: str) -> None:
         """Record that `owner` began running a step in this process."""
         with self._guard:
-            if (owner, step_id) not in self._running:
-                self._running.add((owner, step_id))
-                self._steps[step_id] += 1
+            self._owners.setdefault(step_id, set()).add(owner)
 
     def finish(self, owner: str, step_id: str) -> None:
         """Record that `owner` stopped running a step."""
         with self._guard:
-            if (owner, step_id) in self._running:
-                self._running.discard((owner, step_id))
-                self._steps[step_id] -= 1
-                if not self._steps[step_id]:
-                    del self._steps[step_id]
+            owners = self._owners.get(step_id, set())
+            owners.discard(owner)
+            if not owners:
+                self._owners.pop(step_id, None)
 
     def runs_step(self, step_id: str) -> bool:
         """Whether any runner of this process is running the step (claim stored or not)."""
-        return step_id in self._steps
+        return step_id in self._owners
 
     def __contains__(self, key: object) -> bool:
-        return key in self._running
+        if not isinstance(key, tuple) or len(key) != 2:
+            return False
+        owner, step_id = key
+        return owner in self._owners.get(step_id, ())
 
 
 IN_FLIGHT = ClaimRegistry()

@@ -340,7 +340,7 @@ class AgentRunner:
         with self._lock(task_id):
             self._check_active(state, f"have steps {verb}")
             step = step_of(state, step_id)
-            running = step.status is StepStatus.RUNNING or IN_FLIGHT.runs_step(step_id)
+            running = step.status is StepStatus.RUNNING or not is_claimable(step)
             if step_id not in state.queue or running:
                 status = "running" if running else step.status.value
                 raise UserError(

@@ -23,8 +23,8 @@ from agent_core.types import StepSnapshot, TaskState, TaskStatus, TaskStep
 
 __all__ = ["SQLiteStore"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS tasks (
+_TABLES = [
+    """CREATE TABLE IF NOT EXISTS tasks (
     task_id TEXT PRIMARY KEY,
     version INTEGER NOT NULL,
     created_at TEXT NOT NULL,
@@ -36,12 +36,11 @@ CREATE TABLE IF NOT EXISTS tasks (
     usage TEXT NOT NULL,
     task TEXT NOT NULL,
     extra_state TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS tasks_by_created ON tasks (created_at);
-CREATE TABLE IF NOT EXISTS messages (
-    owner TEXT NOT NULL, idx INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (owner, idx)
-) WITHOUT ROWID;
-"""
+)""",
+    "CREATE INDEX IF NOT EXISTS tasks_by_created ON tasks (created_at)",
+    "CREATE TABLE IF NOT EXISTS messages (owner TEXT NOT NULL, idx INTEGER NOT NULL, "
+    "data TEXT NOT NULL, PRIMARY KEY (owner, idx)) WITHOUT ROWID",
+]
 
 # Steps live in a rowid table (appending fills the last page) with their small key in an index
 # whose right edge takes new rows, since ids sort by creation time.
@@ -50,6 +49,8 @@ _STEPS_SCHEMA = [
     "data TEXT NOT NULL, output TEXT, snapshot TEXT)",
     "CREATE UNIQUE INDEX IF NOT EXISTS steps_key ON steps (task_id, step_id)",
 ]
+
+_SCHEMA = [*_TABLES, *_STEPS_SCHEMA]
 
 _LAYOUT_VERSION = 1
 """`PRAGMA user_version` of the current layout. Layout 0 keyed steps by `step_id` (with a second
@@ -97,25 +98,27 @@ class SQLiteStore:
             # NORMAL in WAL mode survives a process crash; only an OS crash may drop the
             # last commits, never corrupt the file.
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._migrate_layout_0()
-            self._db.executescript(_SCHEMA + ";".join(_STEPS_SCHEMA))
-            self._db.execute(f"PRAGMA user_version = {_LAYOUT_VERSION}")
+            (layout,) = self._db.execute("PRAGMA user_version").fetchone()
+            if layout < _LAYOUT_VERSION:  # New or older file; a current one needs no lock.
+                self._create_or_migrate()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
         self._lock = threading.Lock()
 
-    def _migrate_layout_0(self) -> None:
-        """Re-key the steps of a file written by layout 0, keeping their order."""
-        self._db.execute("BEGIN IMMEDIATE")  # Checked inside: another process may migrate too.
+    def _create_or_migrate(self) -> None:
+        """Create the tables, or re-key the steps of a layout-0 file keeping their order."""
+        self._db.execute("BEGIN IMMEDIATE")  # Checked inside: another process may do it too.
         try:
-            (version,) = self._db.execute("PRAGMA user_version").fetchone()
+            (layout,) = self._db.execute("PRAGMA user_version").fetchone()
             old = self._db.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'steps'"
             ).fetchone()
-            if version < _LAYOUT_VERSION and old is not None:
+            if layout < _LAYOUT_VERSION and old is not None:
                 for statement in _MIGRATE_LAYOUT_0:
                     self._db.execute(statement)
-                self._db.execute(f"PRAGMA user_version = {_LAYOUT_VERSION}")
+            for statement in _SCHEMA:
+                self._db.execute(statement)
+            self._db.execute(f"PRAGMA user_version = {_LAYOUT_VERSION}")
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
