@@ -79,13 +79,13 @@ def measure() -> dict:
         db = sqlite3.connect(path, isolation_level=None)
         db.execute("PRAGMA synchronous=NORMAL")
         per_task: list[float] = []
+        recorded = [*created, *(s for t in commits for s in t)]
         for _ in range(COPIES):
-            copy = _renamed([*created, "--", *(s for t in commits for s in t)])
-            split = copy.index("--")
-            for statement in copy[:split]:
+            copy = _renamed(recorded)
+            for statement in copy[: len(created)]:
                 db.execute(statement)
             started = time.perf_counter()
-            for statement in copy[split + 1 :]:
+            for statement in copy[len(created) :]:
                 db.execute(statement)
             per_task.append((time.perf_counter() - started) / len(commits))
         db.close()
