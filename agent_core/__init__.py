@@ -8,6 +8,7 @@ from agent_core.breakpoints import AtStep, CostOver, OnTool, RunUntilResult, Tok
 from agent_core.memory import ChatMemoryBuffer
 from agent_core.parallel import ParallelAgentRunner
 from agent_core.runner import AgentRunner
+from agent_core.step_runs import StepRun
 from agent_core.types import (
     AgentChatResponse,
     AgentState,
@@ -32,6 +33,7 @@ __all__ = [
     "ParallelAgentRunner",
     "RunUntilResult",
     "StepKind",
+    "StepRun",
     "StepStatus",
     "Task",
     "TaskState",

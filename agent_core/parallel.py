@@ -10,7 +10,7 @@ import asyncio
 from typing import Any
 
 from agent_core._queue import is_claimable, nothing_to_run
-from agent_core._sync import run_sync
+from agent_core._runtime import run_sync, runs_on_runtime
 from agent_core.errors import StepError
 from agent_core.runner import AgentRunner
 from agent_core.types import TaskStepOutput
@@ -54,6 +54,7 @@ class ParallelAgentRunner(AgentRunner):
             raise nothing_to_run(state)
         return ready
 
+    @runs_on_runtime
     async def arun_steps_in_queue(
         self, task_id: str, *, max_concurrency: int | None = None
     ) -> list[TaskStepOutput]:

@@ -32,8 +32,7 @@ from agent_core._queue import (
     pick_step,
     step_of,
 )
-from agent_core._streaming import Finished, relay_events
-from agent_core._sync import iterate_sync, run_sync
+from agent_core._runtime import on_runtime_thread, run_sync, runs_on_runtime
 from agent_core._worker_state import dump_state, merge_state
 from agent_core.breakpoints import Breakpoint, RunUntilResult
 from agent_core.effects import revert_effects, step_context
@@ -48,7 +47,6 @@ from agent_core.errors import (
     UserError,
 )
 from agent_core.events import (
-    EventSink,
     StepCompletedEvent,
     StepEvent,
     StepFailedEvent,
@@ -56,6 +54,7 @@ from agent_core.events import (
 )
 from agent_core.llms.base import ChatMessage
 from agent_core.memory import DEFAULT_TOKEN_LIMIT, ChatMemoryBuffer
+from agent_core.step_runs import LIVE_RUNS, STOPPED_BY_YOU, StepRun
 from agent_core.store.base import MemoryWrite, Store, TaskChange, TaskSummary
 from agent_core.store.memory import InMemoryStore
 from agent_core.types import (
@@ -386,13 +385,39 @@ class AgentRunner:
         task_id: str,
         step_id: str | None,
         input: StepInput,
-        emit: EventSink | None,
         kwargs: dict[str, Any],
+        *,
+        stream: bool = False,
+        on_run: Callable[[StepRun], None] | None = None,
     ) -> TaskStepOutput:
+        """Claim and run one step on the runtime loop; `stream` records its events."""
         self._check_input_type(input)
         self._check_size(input, "the step input")
         state = self._task_state(task_id)
         step = self._claim(state, step_id, input)
+        run = StepRun(task_id, step.step_id, asyncio.current_task())
+        LIVE_RUNS.add(run)
+        if on_run is not None:
+            on_run(run)
+        if stream:
+            run.record(StepStartedEvent(task_id=task_id, step_id=step.step_id))
+            kwargs = {**kwargs, "emit": run.record}
+        output: TaskStepOutput | None = None
+        error: BaseException | None = None
+        try:
+            output = await self._work(state, step, kwargs, run)
+            return output
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            if stream:
+                run.record(_end_event(step.step_id, output, error))
+            run.finish(output, error)
+
+    async def _work(
+        self, state: TaskState, step: TaskStep, kwargs: dict[str, Any], run: StepRun
+    ) -> TaskStepOutput:
         store_claim = asyncio.get_running_loop().call_later(
             CLAIM_PERSIST_DELAY_S, self._store_claim, state, step
         )
@@ -401,11 +426,8 @@ class AgentRunner:
             update={"memory": state.task.memory.staged(), "extra_state": json.loads(base_json)}
         )
         started = time.perf_counter()
-        with step_context(task_id, step.step_id) as context:
+        with step_context(state.task_id, step.step_id) as context:
             try:
-                if emit is not None:
-                    emit(StepStartedEvent(task_id=task_id, step_id=step.step_id))
-                    kwargs = {**kwargs, "emit": emit}
                 output = await self.agent_worker.arun_step(step, view, **kwargs)
                 latency_ms = (time.perf_counter() - started) * 1000
                 if isinstance(output, TaskStepOutput):
@@ -414,7 +436,16 @@ class AgentRunner:
             except Exception as exc:
                 revert_effects(context.effects)
                 raise self._fail(state, step, exc) from exc
-            except BaseException:  # Cancelled: the step goes back to upcoming, untouched.
+            except asyncio.CancelledError:
+                revert_effects(context.effects)
+                if not run.stop_requested:  # Interrupted: the step goes back, untouched.
+                    self._release(state, step)
+                    raise
+                current = asyncio.current_task()
+                if current is not None:
+                    current.uncancel()
+                raise self._fail(state, step, StepError(STOPPED_BY_YOU)) from None
+            except BaseException:
                 revert_effects(context.effects)
                 self._release(state, step)
                 raise
@@ -518,6 +549,7 @@ class AgentRunner:
             step.claimed_by = None
             self._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
 
+    @runs_on_runtime
     async def arun_step(
         self,
         task_id: str,
@@ -530,7 +562,7 @@ class AgentRunner:
         A step that fails is recorded as `failed` with its error, raises `StepError`, and
         stays in the queue to be edited and retried; nothing already completed changes.
         """
-        return await self._arun_step(task_id, step_id, input, None, kwargs)
+        return await self._arun_step(task_id, step_id, input, kwargs)
 
     def run_step(
         self,
@@ -542,6 +574,64 @@ class AgentRunner:
         """Sync twin of `arun_step`."""
         return run_sync(self.arun_step(task_id, step_id, input, **kwargs), name="run_step")
 
+    @runs_on_runtime
+    async def astart_step(
+        self,
+        task_id: str,
+        step_id: str | None = None,
+        input: StepInput = None,
+        **kwargs: Any,
+    ) -> StepRun:
+        """Start a step in the runtime and return at once, with a `StepRun` to watch it.
+
+        The step runs to its end whoever watches: the caller may go away (a page reloads, a
+        request ends). Errors that stop it from starting (an unknown task, nothing ready, a
+        step already running) are raised here; later ones come from `StepRun.result()`.
+        """
+        started: asyncio.Future[StepRun] = asyncio.get_running_loop().create_future()
+        job = asyncio.ensure_future(
+            self._arun_step(task_id, step_id, input, kwargs, stream=True, on_run=started.set_result)
+        )
+        job.add_done_callback(_settled)
+        await asyncio.wait([started, job], return_when=asyncio.FIRST_COMPLETED)
+        if started.done():
+            return started.result()
+        job.result()  # Raises why the step could not start.
+        raise StepError(f"step of task {short_id(task_id)} ended before it started")
+
+    def start_step(
+        self,
+        task_id: str,
+        step_id: str | None = None,
+        input: StepInput = None,
+        **kwargs: Any,
+    ) -> StepRun:
+        """Sync twin of `astart_step`."""
+        return run_sync(self.astart_step(task_id, step_id, input, **kwargs), name="start_step")
+
+    def running_steps(self, task_id: str) -> list[StepRun]:
+        """The task's steps running in this process now, whoever started them."""
+        return LIVE_RUNS.of_task(task_id)
+
+    def cancel_step(self, task_id: str, step_id: str, *, wait: float = 10.0) -> TaskStep:
+        """Stop a running step: it is recorded as failed, "stopped by you", and can run again.
+
+        Nothing completed is lost. Waits up to `wait` seconds for the step to stop (not when
+        called from code the runtime runs), and returns the step as it is then.
+        """
+        step = self.get_step(task_id, step_id)
+        run = LIVE_RUNS.get(step_id)
+        if run is None or run.task_id != task_id:
+            where = "in another process" if step.status is StepStatus.RUNNING else "now"
+            raise UserError(
+                f"step {step_id} of task {short_id(task_id)} is not running in this process "
+                f"(it is {step.status.value} {where}); only a running step can be stopped"
+            )
+        run.cancel()
+        if not on_runtime_thread():
+            run.wait(wait)
+        return self.get_step(task_id, step_id)
+
     async def astream_step(
         self,
         task_id: str,
@@ -552,23 +642,12 @@ class AgentRunner:
         """Run one step like `arun_step`, yielding its events as they happen.
 
         The last event is `StepCompletedEvent`; a failure yields `StepFailedEvent` and then
-        raises `StepError`.
+        raises `StepError`. A consumer that stops early leaves the step running to its end.
         """
-
-        def run(emit: EventSink) -> Any:
-            return self._arun_step(task_id, step_id, input, emit, kwargs)
-
-        stream = relay_events(run)
-        try:
-            async for item in stream:
-                if isinstance(item, Finished):
-                    output: TaskStepOutput = item.result
-                    yield StepCompletedEvent(step_id=output.task_step.step_id, output=output)
-                else:
-                    yield item
-        except StepError as exc:
-            yield StepFailedEvent(step_id=exc.step_id, error=str(exc))
-            raise
+        run = await self.astart_step(task_id, step_id, input, **kwargs)
+        async for event in run.awatch():
+            yield event
+        run.result()  # Raises the step's error after its `step_failed` event.
 
     def stream_step(
         self,
@@ -578,9 +657,11 @@ class AgentRunner:
         **kwargs: Any,
     ) -> Iterator[StepEvent]:
         """Sync twin of `astream_step`."""
-        stream = self.astream_step(task_id, step_id, input, **kwargs)
-        return iterate_sync(stream, name="stream_step")
+        run = self.start_step(task_id, step_id, input, **kwargs)
+        yield from run.watch()
+        run.result()
 
+    @runs_on_runtime
     async def areject_step(
         self, task_id: str, step_id: str | None = None, *, message: str = ""
     ) -> TaskStepOutput:
@@ -601,6 +682,7 @@ class AgentRunner:
         """Sync twin of `areject_step`."""
         return run_sync(self.areject_step(task_id, step_id, message=message), name="reject_step")
 
+    @runs_on_runtime
     async def arun_until(
         self,
         task_id: str,
@@ -760,6 +842,7 @@ class AgentRunner:
         state.task.status = TaskStatus.COMPLETED
         self._commit(state, TaskChange(state=state, base_version=state.version))
 
+    @runs_on_runtime
     async def achat(self, message: str, **kwargs: Any) -> AgentChatResponse:
         """Create a task, run it to its last step (approving tool calls), and finalize it."""
         task = self.create_task(message, **kwargs)
@@ -779,6 +862,19 @@ def _memory_write(snapshot: StepSnapshot, memory: ChatMemoryBuffer) -> MemoryWri
     # The store holds exactly the messages from before this commit: a plain append.
     keep = snapshot.memory.length
     return MemoryWrite(keep=keep, append=memory.messages[keep:], truncate=False)
+
+
+def _end_event(
+    step_id: str, output: TaskStepOutput | None, error: BaseException | None
+) -> StepEvent:
+    if output is not None:
+        return StepCompletedEvent(step_id=step_id, output=output)
+    return StepFailedEvent(step_id=step_id, error=str(error) if error else "stopped")
+
+
+def _settled(job: asyncio.Future[Any]) -> None:
+    if not job.cancelled():
+        job.exception()  # Read by its `StepRun`; retrieved here so asyncio does not warn.
 
 
 def _sources(outputs: Iterable[TaskStepOutput]) -> list[ToolOutput]:

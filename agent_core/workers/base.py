@@ -12,8 +12,8 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
+from agent_core._runtime import iterate_sync, run_sync
 from agent_core._streaming import Finished, relay_events
-from agent_core._sync import iterate_sync, run_sync
 from agent_core.events import StepCompletedEvent, StepEvent
 from agent_core.llms.base import ChatMessage
 from agent_core.types import Task, TaskStep, TaskStepOutput

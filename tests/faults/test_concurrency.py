@@ -55,6 +55,27 @@ class Tracker:
             self.running.discard(step_id)
 
 
+def _as_another_tab(action: Callable[[], object]) -> None:
+    """Run `action` on a thread of its own, as a second tab's rerun would, and wait for it.
+
+    Not inline in the worker's thread: that is code the runtime runs, where sync twins are
+    refused.
+    """
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            action()
+        except BaseException as exc:
+            errors.append(exc)
+
+    tab = threading.Thread(target=run)
+    tab.start()
+    tab.join()
+    if errors:
+        raise errors[0]
+
+
 class CountingWorker(CustomSimpleAgentWorker):
     """Counts one up per step until `target`; its count lives in the task's worker state."""
 
@@ -83,7 +104,7 @@ class CountingWorker(CustomSimpleAgentWorker):
     def _run_step(self, state: dict[str, Any], task: Task, input: str | None) -> tuple[str, bool]:
         time.sleep(self.pause)  # A worker thread: the other tab acts meanwhile.
         if self.meanwhile is not None:
-            self.meanwhile()
+            _as_another_tab(self.meanwhile)
         state["count"] = state.get("count", 0) + 1
         return f"count={state['count']}", state["count"] >= self.target
 
