@@ -3,16 +3,17 @@
 System messages become the top-level `system` prompt; tool calls and results become
 `tool_use` / `tool_result` content blocks, and consecutive turns of one role are merged, since
 the API wants user and assistant turns to alternate. The SDK client does no retrying of its
-own (`max_retries=0`): every call goes through `with_retries`, and every SDK exception is
-translated into an `LLMError` in one place, `_map_api_errors`, with a message that says what
-to do and never holds the key.
+own (`max_retries=0`); what it shares with the other SDK adapters (a client per event loop,
+retries, the stream relay) lives in `SDKChatModel`. Every SDK exception is translated into an
+`LLMError` in one place, `_map_api_errors`, with a message that says what to do and never
+holds the key.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import aclosing, contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -34,13 +35,13 @@ from anthropic.types import (
 )
 
 from agent_core.errors import LLMError, UserError
-from agent_core.llms._retry import RetryPolicy, with_retries
-from agent_core.llms._wire import parse_tool_arguments, redact, relay_stream, retry_after, shorten
+from agent_core.llms._retry import RetryPolicy
+from agent_core.llms._sdk import SDKChatModel
+from agent_core.llms._wire import parse_tool_arguments, redact, retry_after, shorten
 from agent_core.llms.base import (
     RAW_TOOL_ARGUMENTS,
     ChatMessage,
     ChatResponse,
-    ChatStreamEvent,
     ToolCall,
     ToolSpec,
     Usage,
@@ -68,7 +69,7 @@ _STATUS_OF_ERROR_TYPE = {
 }
 
 
-class AnthropicLLM:
+class AnthropicLLM(SDKChatModel[anthropic.AsyncAnthropic, Message, RawMessageStreamEvent]):
     """A Claude model behind Anthropic's Messages API.
 
     Args:
@@ -76,7 +77,8 @@ class AnthropicLLM:
         api_key: The key; defaults to the `ANTHROPIC_API_KEY` environment variable.
         base_url: Another Anthropic-compatible endpoint (a proxy or gateway).
         client: A ready SDK client (tests pass one with a recorded transport); when given,
-            `api_key`, `base_url` and `timeout` are not used.
+            `api_key`, `base_url` and `timeout` are not used. The client stays yours: it is
+            never closed, and only its own retrying is turned off (ours decide).
         prices: Prices for the cost of each call; models missing from it have no cost.
         max_retries: Retries of rate-limited (429), overloaded (529), server-error (5xx) and
             timed-out calls.
@@ -89,8 +91,6 @@ class AnthropicLLM:
     Raises:
         UserError: No key, no `ANTHROPIC_API_KEY` and no `client`.
     """
-
-    model: str
 
     def __init__(
         self,
@@ -106,66 +106,27 @@ class AnthropicLLM:
         temperature: float | None = None,
         retry_policy: RetryPolicy | None = None,
     ) -> None:
-        self.model = model
         self.max_tokens = max_tokens
         self.temperature = temperature
-        self.prices = prices or PriceTable()
-        self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries)
-        # The key lives only inside the SDK client, so no repr, log or pickle of ours shows it.
-        # A client handed in keeps its settings, but its own retries would multiply ours.
-        if client is not None:
-            self._client = client.with_options(max_retries=0)
-        else:
-            self._client = _make_client(api_key, base_url, timeout)
-        self.base_url = str(self._client.base_url).rstrip("/")
-
-    def __repr__(self) -> str:
-        return f"AnthropicLLM(model={self.model!r}, base_url={self.base_url!r})"
-
-    async def chat(
-        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
-    ) -> ChatResponse:
-        """Send `messages` (and the tools the model may call); return the model's reply."""
-        request = self._request(messages, tools)
-
-        async def create() -> Message:
-            with self._map_api_errors():
-                return await self._client.messages.create(**request)
-
-        reply = await with_retries(create, self.retry_policy)
-        return self._response_of(reply)
-
-    async def stream_chat(
-        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
-    ) -> AsyncIterator[ChatStreamEvent]:
-        """Yield the reply's text deltas; the last event carries the whole `ChatResponse`.
-
-        Only opening the stream is retried: once text has been shown, repeating the call
-        would show a different reply.
-        """
-        request = self._request(messages, tools)
-
-        async def open_stream() -> anthropic.AsyncStream[RawMessageStreamEvent]:
-            with self._map_api_errors():
-                return await self._client.messages.create(**request, stream=True)
-
-        reply = _StreamedReply()
-        events = relay_stream(
-            open_stream,
-            reply,
-            policy=self.retry_policy,
-            errors=self._map_api_errors,
-            usage_of=lambda _: self._usage(reply.prompt_tokens, reply.completion_tokens),
-            default_model=self.model,
+        super().__init__(
+            model,
+            client=client,
+            build_client=lambda: _make_client(api_key, base_url, timeout),
+            prices=prices,
+            retry_policy=retry_policy or RetryPolicy(max_retries=max_retries),
         )
-        async with aclosing(events):  # Closing us closes the SDK stream at once.
-            async for event in events:
-                yield event
+
+    def _copy_client(self, client: anthropic.AsyncAnthropic) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(
+            api_key=client.api_key,
+            base_url=client.base_url,
+            max_retries=client.max_retries,
+            timeout=client.timeout,
+        )
 
     def _request(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None
     ) -> dict[str, Any]:
-        """The arguments a messages call sends, streamed or not."""
         system, wire_messages = _wire_messages(messages)
         return {
             "model": self.model,
@@ -180,7 +141,23 @@ class AnthropicLLM:
         # SDK 2.x has no sampling parameters; a gateway that accepts one still gets it.
         return None if self.temperature is None else {"temperature": self.temperature}
 
-    def _response_of(self, reply: Message) -> ChatResponse:
+    async def _create(self, client: anthropic.AsyncAnthropic, request: dict[str, Any]) -> Message:
+        return await client.messages.create(**request)
+
+    async def _open_stream(
+        self, client: anthropic.AsyncAnthropic, request: dict[str, Any]
+    ) -> anthropic.AsyncStream[RawMessageStreamEvent]:
+        return await client.messages.create(**request, stream=True)
+
+    def _streamed_reply(self) -> _StreamedReply:
+        return _StreamedReply()
+
+    def _stream_usage(
+        self, reply: Any, messages: Sequence[ChatMessage], message: ChatMessage
+    ) -> Usage:
+        return self._usage(reply.prompt_tokens, reply.completion_tokens)
+
+    def _response_of(self, reply: Message, messages: Sequence[ChatMessage]) -> ChatResponse:
         text = "".join(block.text for block in reply.content if isinstance(block, TextBlock))
         calls = tuple(
             ToolCall(id=block.id, name=block.name, args=dict(block.input))
@@ -195,10 +172,8 @@ class AnthropicLLM:
         usage = Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
         return self.prices.with_cost(self.model, usage)
 
-    @contextmanager
-    def _map_api_errors(self) -> Iterator[None]:
-        with _map_api_errors(model=self.model, base_url=self.base_url, secret=self._client.api_key):
-            yield
+    def _map_errors(self, client: anthropic.AsyncAnthropic) -> AbstractContextManager[None]:
+        return _map_api_errors(model=self.model, base_url=self.base_url, secret=client.api_key)
 
 
 # --- the client -----------------------------------------------------------------------------

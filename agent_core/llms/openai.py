@@ -1,17 +1,18 @@
 """`OpenAILLM`: OpenAI's chat completions API, and any server that speaks it.
 
 The same adapter drives local OpenAI-compatible servers (Ollama, vLLM, llama.cpp, LM Studio)
-through `base_url`. The SDK client does no retrying of its own (`max_retries=0`): every call
-goes through `with_retries`, and every SDK exception is translated into an `LLMError` in one
-place, `_map_api_errors`, with a message that says what to do and never holds the key.
+through `base_url`. What it shares with the other SDK adapters (a client per event loop,
+retries, the stream relay) lives in `SDKChatModel`; the client it builds does no retrying of
+its own (`max_retries=0`). Every SDK exception is translated into an `LLMError` in one place,
+`_map_api_errors`, with a message that says what to do and never holds the key.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import aclosing, contextmanager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,13 +29,13 @@ from openai.types.completion_usage import CompletionUsage
 
 from agent_core._tokens import estimate_tokens
 from agent_core.errors import LLMError, UserError
-from agent_core.llms._retry import RetryPolicy, with_retries
-from agent_core.llms._wire import parse_tool_arguments, redact, relay_stream, retry_after, shorten
+from agent_core.llms._retry import RetryPolicy
+from agent_core.llms._sdk import SDKChatModel
+from agent_core.llms._wire import parse_tool_arguments, redact, retry_after, shorten
 from agent_core.llms.base import (
     RAW_TOOL_ARGUMENTS,
     ChatMessage,
     ChatResponse,
-    ChatStreamEvent,
     ToolCall,
     ToolSpec,
     Usage,
@@ -59,18 +60,19 @@ _OPENAI_HOST = "api.openai.com"
 _PLACEHOLDER_KEY = "not-needed"
 
 
-class OpenAILLM:
+class OpenAILLM(SDKChatModel[openai.AsyncOpenAI, ChatCompletion, ChatCompletionChunk]):
     """A chat model behind the OpenAI chat completions API.
 
     Args:
         model: The model name, e.g. "gpt-4o-mini", or a local server's model ("llama3.2").
-        api_key: The key; defaults to the `OPENAI_API_KEY` environment variable, but only
-            when no `base_url` is given: an OpenAI key is never sent to another server
-            unless passed here.
+        api_key: The key. Given, it is sent to whichever server this talks to (a local
+            server that wants a key gets it). When None it comes from `OPENAI_API_KEY`, but
+            only when no `base_url` is given: the environment's key never goes to another host.
         base_url: An OpenAI-compatible server's URL, or a name in `OPENAI_COMPATIBLE_PRESETS`
             ("ollama"); defaults to `OPENAI_BASE_URL`, then OpenAI. No key is needed with it.
         client: A ready SDK client (tests pass one with a recorded transport); when given,
-            `api_key`, `base_url` and `timeout` are not used.
+            `api_key`, `base_url` and `timeout` are not used. The client stays yours: it is
+            never closed, and only its own retrying is turned off (ours decide).
         prices: Prices for the cost of each call; models missing from it have no cost.
         max_retries: Retries of rate-limited (429), server-error (5xx) and timed-out calls.
         timeout: Seconds to wait for an answer.
@@ -80,8 +82,6 @@ class OpenAILLM:
     Raises:
         UserError: No key, no `OPENAI_API_KEY`, no `base_url` and no `client`.
     """
-
-    model: str
 
     def __init__(
         self,
@@ -96,23 +96,29 @@ class OpenAILLM:
         temperature: float | None = None,
         retry_policy: RetryPolicy | None = None,
     ) -> None:
-        self.model = model
         self.temperature = temperature
-        self.prices = prices or PriceTable()
-        self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries)
-        # The key lives only inside the SDK client, so no repr, log or pickle of ours shows it.
         if api_key is None and base_url is None:
             api_key = os.environ.get("OPENAI_API_KEY")
-        self._client = client or _make_client(api_key, _resolve_base_url(base_url), timeout)
-        self.base_url = str(self._client.base_url).rstrip("/")
+        url = _resolve_base_url(base_url)
+        super().__init__(
+            model,
+            client=client,
+            build_client=lambda: _make_client(api_key, url, timeout),
+            prices=prices,
+            retry_policy=retry_policy or RetryPolicy(max_retries=max_retries),
+        )
 
-    def __repr__(self) -> str:
-        return f"OpenAILLM(model={self.model!r}, base_url={self.base_url!r})"
+    def _copy_client(self, client: openai.AsyncOpenAI) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            api_key=client.api_key,
+            base_url=client.base_url,
+            max_retries=client.max_retries,
+            timeout=client.timeout,
+        )
 
     def _request(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None
     ) -> dict[str, Any]:
-        """The arguments a chat call sends, streamed or not."""
         return {
             "model": self.model,
             "messages": [_wire_message(m) for m in messages],
@@ -120,47 +126,23 @@ class OpenAILLM:
             "temperature": _or_omit(self.temperature),
         }
 
-    async def chat(
-        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
-    ) -> ChatResponse:
-        """Send `messages` (and the tools the model may call); return the model's reply."""
-        request = self._request(messages, tools)
+    async def _create(self, client: openai.AsyncOpenAI, request: dict[str, Any]) -> ChatCompletion:
+        return await client.chat.completions.create(**request)
 
-        async def create() -> ChatCompletion:
-            with self._errors():
-                return await self._client.chat.completions.create(**request)
-
-        completion = await with_retries(create, self.retry_policy)
-        return self._response_of(completion, messages)
-
-    async def stream_chat(
-        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
-    ) -> AsyncIterator[ChatStreamEvent]:
-        """Yield the reply's text deltas; the last event carries the whole `ChatResponse`.
-
-        Only opening the stream is retried: once text has been shown, repeating the call
-        would show a different reply.
-        """
-        request = self._request(messages, tools)
-
-        async def open_stream() -> openai.AsyncStream[ChatCompletionChunk]:
-            with self._errors():
-                return await self._client.chat.completions.create(
-                    **request, stream=True, stream_options={"include_usage": True}
-                )
-
-        reply = _StreamedReply()
-        events = relay_stream(
-            open_stream,
-            reply,
-            policy=self.retry_policy,
-            errors=self._errors,
-            usage_of=lambda message: self._usage_of(reply.usage, messages, message),
-            default_model=self.model,
+    async def _open_stream(
+        self, client: openai.AsyncOpenAI, request: dict[str, Any]
+    ) -> openai.AsyncStream[ChatCompletionChunk]:
+        return await client.chat.completions.create(
+            **request, stream=True, stream_options={"include_usage": True}
         )
-        async with aclosing(events):  # Closing us closes the SDK stream at once.
-            async for event in events:
-                yield event
+
+    def _streamed_reply(self) -> _StreamedReply:
+        return _StreamedReply()
+
+    def _stream_usage(
+        self, reply: Any, messages: Sequence[ChatMessage], message: ChatMessage
+    ) -> Usage:
+        return self._usage_of(reply.usage, messages, message)
 
     def _response_of(
         self, completion: ChatCompletion, messages: Sequence[ChatMessage]
@@ -203,18 +185,16 @@ class OpenAILLM:
             )
         return self.prices.with_cost(self.model, usage)
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        key = self._client.api_key
+    def _map_errors(self, client: openai.AsyncOpenAI) -> AbstractContextManager[None]:
+        key = client.api_key
         # The placeholder sent to local servers is no secret; redacting it would only garble.
         secret = key if isinstance(key, str) and key != _PLACEHOLDER_KEY else None
-        with _map_api_errors(
+        return _map_api_errors(
             model=self.model,
             base_url=self.base_url,
-            timeout=_timeout_of(self._client),
+            timeout=_timeout_of(client),
             secret=secret,
-        ):
-            yield
+        )
 
 
 # --- the client -----------------------------------------------------------------------------

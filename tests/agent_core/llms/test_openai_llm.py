@@ -448,7 +448,7 @@ def test_repr_shows_model_and_base_url_but_never_the_key() -> None:
 
     assert repr(llm) == "OpenAILLM(model='gpt-4o', base_url='https://api.openai.com/v1')"
     assert "5ecret" not in str(llm)
-    held = {name: value for name, value in vars(llm).items() if name != "_client"}
+    held = {name: value for name, value in vars(llm).items() if name not in ("_first", "_by_loop")}
     assert "5ecret" not in repr(held)
 
 
@@ -582,5 +582,5 @@ def test_an_openai_key_from_the_environment_never_goes_to_another_server(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-real-openai-key")
     local = OpenAILLM("llama3.2", base_url="ollama")
-    assert local._client.api_key != "sk-real-openai-key"
-    assert OpenAILLM("gpt-4o-mini")._client.api_key == "sk-real-openai-key"
+    assert local.client.api_key != "sk-real-openai-key"
+    assert OpenAILLM("gpt-4o-mini").client.api_key == "sk-real-openai-key"
