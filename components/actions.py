@@ -8,16 +8,15 @@ which would interpret them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
 
 from agent_core.errors import AgentCoreError
-from agent_core.events import StepEvent
 from components import state
 
-__all__ = ["attempt", "show_message", "show_notice", "stream_into"]
+__all__ = ["attempt", "show_message", "show_notice"]
 
 logger = logging.getLogger("stepwise.app")
 
@@ -45,21 +44,6 @@ def attempt(action: Callable[[], Any], *, success: str | None = None) -> bool:
     if success:
         state.push_notice("success", success)
     return True
-
-
-def stream_into(events: Iterator[StepEvent], placeholder: Any) -> None:
-    """Show a step's model reply as it streams, and its tool calls as they run."""
-    text, calls = "", []
-    for event in events:
-        if event.kind == "token_delta":
-            text += event.delta
-        elif event.kind == "tool_call_started":
-            calls.append(f"→ running {event.tool_name}")
-        elif event.kind == "tool_call_finished":
-            calls.append(f"← {event.output.tool_name}: {event.output.content[:200]}")
-        else:
-            continue
-        placeholder.code("\n".join([text, *calls]) or "…", language=None, wrap_lines=True)
 
 
 def show_message(kind: str, text: str, *, headline: str | None = None) -> None:

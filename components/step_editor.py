@@ -17,7 +17,7 @@ from agent_core import ParallelAgentRunner
 from agent_core.llms.base import ChatMessage
 from agent_core.llms.scripted import HumanLLM
 from agent_core.types import StepInput, StepKind, StepStatus, TaskStep
-from components.actions import attempt, show_message, stream_into
+from components.actions import attempt, show_message
 from components.memory_view import render_memory
 
 __all__ = ["next_prompt", "render_upcoming_step"]
@@ -90,12 +90,11 @@ def _tool_call(step: TaskStep, args_text: str) -> dict[str, Any]:
 
 
 def _run(runner: ParallelAgentRunner, step: TaskStep, new_input: StepInput, changed: bool) -> None:
+    """Start the step in the runtime; the rerun that follows shows it streaming."""
     if changed and new_input is None:
         # run_step(input=None) means "keep the input": clearing it is an edit of its own.
         runner.edit_step(step.task_id, step.step_id, None)
-    placeholder = st.empty()
-    events = runner.stream_step(step.task_id, step.step_id, new_input if changed else None)
-    stream_into(events, placeholder)
+    runner.start_step(step.task_id, step.step_id, new_input if changed else None)
 
 
 def _refuse(exc: _BadInput) -> None:

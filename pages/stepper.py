@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 from itertools import islice
+from typing import Any
 
 import streamlit as st
 
-from agent_core import AtStep, CostOver, OnTool, ParallelAgentRunner
+from agent_core import AtStep, CostOver, OnTool, ParallelAgentRunner, StepRun
 from agent_core.breakpoints import Breakpoint, RunUntilResult
 from agent_core.errors import AgentCoreError
 from agent_core.llms.scripted import HumanLLM
@@ -20,6 +21,7 @@ from agent_core.types import StepStatus, TaskState, TaskStatus
 from components import runtime, state
 from components.actions import attempt, show_message, show_notice
 from components.dag_view import render_dag
+from components.live_step import render_live_step, watch_live_steps
 from components.memory_view import render_memory
 from components.step_card import render_step_card
 from components.step_editor import next_prompt, render_upcoming_step
@@ -173,20 +175,27 @@ def _finished(task_state: TaskState) -> None:
         st.caption("Nothing queued: undo to go back.")
 
 
-def _upcoming(runner: ParallelAgentRunner, task_state: TaskState, *, active: bool) -> None:
+def _upcoming(
+    runner: ParallelAgentRunner, task_state: TaskState, *, active: bool
+) -> list[tuple[StepRun, Any]]:
+    """Draw the queue; returns the steps running in the runtime, with where to stream them."""
     st.subheader("Upcoming steps", anchor=False)
+    live = {run.step_id: run for run in runner.running_steps(task_state.task_id)}
+    watched = [(run, render_live_step(runner, run)) for run in live.values()]
     steps = task_state.step_queue
     if not steps or task_state.task.status in (TaskStatus.COMPLETED, TaskStatus.ABANDONED):
         _finished(task_state)
+    waiting = [step for step in steps if step.step_id not in live]
     if not active:
         status = task_state.task.status
         why = "its model is not set up" if status in _RUNNABLE else f"the task is {status}"
-        for step in steps:
+        for step in waiting:
             st.caption(f"{step.kind.value} step (not run: {why})")
-        return
+        return watched
     human = _human_llm(runner)
-    for step in steps:
+    for step in waiting:
         render_upcoming_step(runner, step, ready=task_state.is_ready(step), human=human)
+    return watched
 
 
 def _history(task_state: TaskState) -> None:
@@ -234,7 +243,7 @@ def _task_view(task_id: str) -> None:
     _controls(runner, task_state, active=active)
     left, right = st.columns([3, 2], gap="large")
     with left:
-        _upcoming(runner, task_state, active=active)
+        watched = _upcoming(runner, task_state, active=active)
         if active:
             _feedback(runner, task_id)
         _history(task_state)
@@ -243,6 +252,7 @@ def _task_view(task_id: str) -> None:
         render_dag(task_state)
         if problem is None:
             _memory(runner, task_state)
+    watch_live_steps(watched)  # Last: the rest of the page is drawn while a step streams.
 
 
 show_notice()

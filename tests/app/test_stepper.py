@@ -28,7 +28,7 @@ from agent_core.store import SQLiteStore
 from agent_core.tools.arithmetic import arithmetic_tools
 from agent_core.types import StepKind, StepStatus, TaskState, TaskStatus, TaskStep, TaskStepOutput
 from agent_core.workers import ReActAgentWorker
-from components.actions import stream_into
+from components.live_step import shown_text
 from components.memory_view import message_text
 from components.step_card import card_title
 
@@ -711,25 +711,16 @@ def test_only_the_newest_cards_are_drawn_until_asked(
     assert len(card_titles(ok(app))) == CARDS_SHOWN + 5
 
 
-class _Placeholder:
-    def __init__(self) -> None:
-        self.shown: list[str] = []
-
-    def code(self, text: str, **_: Any) -> None:
-        self.shown.append(text)
-
-
 def test_a_reply_is_shown_as_it_streams() -> None:
     reply = 'Thought: First I multiply.\nAction: multiply\nAction Input: {"a": 2, "b": 3}'
     runner = ReActAgentWorker(arithmetic_tools(), ScriptedLLM([reply])).as_agent()
     task = runner.create_task("What is 2 * 3?")
-    placeholder = _Placeholder()
 
-    stream_into(runner.stream_step(task.task_id), placeholder)
+    events = list(runner.stream_step(task.task_id))
+    texts = [shown_text(events[:n]) for n in range(1, len(events) + 1)]
 
-    texts = placeholder.shown
-    assert len(texts) > 3  # word by word, not all at once
-    assert all(b.startswith(a) for a, b in pairwise(texts))
+    assert len(set(texts)) > 3  # word by word, not all at once
+    assert all(b.startswith(a) or a.startswith("…") for a, b in pairwise(texts))
     assert texts[-1].startswith(reply)
     assert "→ running multiply" in texts[-1] and "← multiply: 6" in texts[-1]
 
