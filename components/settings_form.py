@@ -1,8 +1,11 @@
 """The Settings page's sections: the model new tasks use, keys for this session, prices.
 
-Keys go only into `components.state` (this browser session): the key field is emptied as
-soon as the key is taken, and no key is ever shown, logged or put in a spec. The pure
-helpers (`build_spec`, `parse_prices`, ...) hold the rules; the `render_*` functions draw.
+The model and the prices are saved in the app's database (`components.state` writes them
+through), so a reload or a restart keeps them. Keys go only into `components.state` (this
+browser session): the key field is emptied as soon as the key is taken, and no key is ever
+shown, logged, saved or put in a spec. A key typed for a local or custom server is sent to
+that server only; one typed for OpenAI, to OpenAI only. The pure helpers (`build_spec`,
+`parse_prices`, ...) hold the rules; the `render_*` functions draw.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -179,19 +183,23 @@ _ABOUT = {
     "This works with the **ReAct worker only**: saving it also picks the ReAct worker.",
     "openai": "OpenAI's API. Needs an OpenAI key (below).",
     "anthropic": "Anthropic's API. Needs an Anthropic key (below).",
-    CUSTOM: "Any server that speaks OpenAI's chat completions API. No key is needed; if the "
-    "server asks for one, enter it as the OpenAI key below (it is sent to this server).",
+    CUSTOM: "Any server that speaks OpenAI's chat completions API.",
 }
+
+_SERVER_KEY_HINT = (
+    " No key is needed; if the server asks for one, save this choice, then enter the server's "
+    "key under API keys below: it is sent to this server only (your OpenAI key is never sent "
+    "there)."
+)
 
 
 def _about(choice: str) -> str:
     if choice in OPENAI_COMPATIBLE_PRESETS:
         return (
             f"An OpenAI-compatible server on this machine at `{OPENAI_COMPATIBLE_PRESETS[choice]}` "
-            "(its default port). No key is needed; if the server asks for one, enter it as the "
-            "OpenAI key below (it is sent to this server)."
+            "(its default port)." + _SERVER_KEY_HINT
         )
-    return _ABOUT[choice]
+    return _ABOUT[choice] + (_SERVER_KEY_HINT if choice == CUSTOM else "")
 
 
 def render_model_section() -> None:
@@ -228,14 +236,27 @@ def render_model_section() -> None:
         except UserError as error:
             st.error(str(error))  # Our own sentence: it never repeats what was typed.
         else:
-            state.set_agent_spec(spec)
-            state.push_notice("success", "Saved: new tasks use this model.")
+            if state.set_agent_spec(spec):
+                state.push_notice("success", "Saved: new tasks use this model.")
             st.rerun()
-    st.caption("New tasks start from this (the stepper's form can still change it per task):")
+    st.caption(
+        "Saved in the app's database, so it stays after a reload or a restart (keys are never "
+        "saved). "
+        "New tasks start from this (the stepper's form can still change it per task):"
+    )
     st.code(model_label(saved), language=None, wrap_lines=True)
 
 
 # --- keys -----------------------------------------------------------------------------------
+
+_SESSION_ONLY = (
+    "Kept in this browser session only: never saved to disk or to the database, and gone when "
+    "the session ends."
+)
+_KEY_NOTES = {
+    "openai": "Sent to OpenAI's API only, never to a local or custom server. " + _SESSION_ONLY,
+    "anthropic": "Sent to Anthropic's API only, never to another server. " + _SESSION_ONLY,
+}
 
 
 def _secret_key(provider: str) -> str | None:
@@ -270,7 +291,13 @@ def key_source(provider: str) -> KeySource | None:
     return None
 
 
-def _take_key(provider: str, field: str) -> None:
+def _code_span(text: str) -> str:
+    """`text` as inline code, whatever backticks it holds (markdown shows it verbatim)."""
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    return f"{fence} {text} {fence}"
+
+
+def _take_key(provider: str, field: str, title: str) -> None:
     # A callback, so the field can be emptied before it is drawn again: the key then lives
     # only under the session accessor, not also in the field's widget state.
     typed = str(st.session_state.get(field) or "").strip()
@@ -279,13 +306,36 @@ def _take_key(provider: str, field: str) -> None:
         state.push_notice("warning", "Paste a key into the field first, then press the button.")
         return
     state.set_api_key(provider, typed)
-    title = _PROVIDER_TITLES[provider]
-    state.push_notice("success", f"{title} key set for this session only.")
+    state.push_notice("success", f"{title[:1].upper()}{title[1:]} set for this session only.")
 
 
-def _forget_key(provider: str) -> None:
+def _forget_key(provider: str, title: str) -> None:
     state.set_api_key(provider, None)
-    state.push_notice("info", f"Forgot the {_PROVIDER_TITLES[provider]} key typed here.")
+    state.push_notice("info", f"Forgot the {title} typed here.")
+
+
+def _key_form(
+    provider: str, *, slug: str, label: str, title: str, note: str, can_forget: bool
+) -> None:
+    """The key field (emptied once the key is taken), the note beside it, and Forget key."""
+    field = f"settings-key-{slug}"
+    with st.form(f"settings-key-form-{slug}", border=False):
+        st.text_input(label, type="password", key=field, autocomplete="off")
+        st.caption(note)
+        st.form_submit_button(
+            "Use this key for this session",
+            key=f"settings-use-key-{slug}",
+            on_click=_take_key,
+            args=(provider, field, title),
+        )
+    st.button(
+        "Forget key",
+        key=f"settings-forget-{slug}",
+        on_click=_forget_key,
+        args=(provider, title),
+        disabled=not can_forget,
+        help="Only a key typed here can be forgotten here; others live in secrets or the env.",
+    )
 
 
 def _show_key_status(provider: str, source: KeySource | None) -> None:
@@ -301,36 +351,53 @@ def _show_key_status(provider: str, source: KeySource | None) -> None:
 
 
 def _render_key(provider: str) -> None:
-    title, field = _PROVIDER_TITLES[provider], f"settings-key-{provider}"
+    title = _PROVIDER_TITLES[provider]
     st.markdown(f"**{title}**")
     source = key_source(provider)
     _show_key_status(provider, source)
-    with st.form(f"settings-key-form-{provider}", border=False):
-        st.text_input(f"{title} API key", type="password", key=field, autocomplete="off")
-        st.form_submit_button(
-            "Use this key for this session",
-            key=f"settings-use-key-{provider}",
-            on_click=_take_key,
-            args=(provider, field),
-        )
-    st.button(
-        "Forget key",
-        key=f"settings-forget-{provider}",
-        on_click=_forget_key,
-        args=(provider,),
-        disabled=source != "session",
-        help="Only a key typed here can be forgotten here; others live in secrets or the env.",
+    _key_form(
+        provider,
+        slug=provider,
+        label=f"{title} API key",
+        title=f"{title} key",
+        note=_KEY_NOTES[provider],
+        can_forget=source == "session",
+    )
+
+
+def _render_server_key(base_url: str) -> None:
+    """The key for the server new tasks use: sent to that server, and to no other."""
+    provider = state.server_provider(base_url)
+    address = _code_span(provider.removeprefix("server:"))
+    has_key = state.api_key(provider) is not None
+    st.markdown(f"**The server new tasks use**: {address}")
+    if has_key:
+        st.success("A key typed here is set for this server, for this session.")
+    else:
+        st.info("No key: requests go without one. Enter one if the server asks for it.")
+    _key_form(
+        provider,
+        slug="server",
+        label=f"API key for {address}",
+        title="key for this server",
+        note=f"Sent to this server ({address}) only, with each request of tasks that use it. "
+        + _SESSION_ONLY,
+        can_forget=has_key,
     )
 
 
 def render_key_section() -> None:
-    """Key entry per provider, for this browser session only."""
+    """Key entry per provider, and for the server new tasks use, for this browser session only."""
     st.subheader("API keys")
     st.caption(
         "A key typed here is kept in this browser session only: it is never written to disk, "
-        "the database, a task, the logs or this page, and it is gone when the session ends. "
-        "A typed key takes precedence over the environment and the secrets file."
+        "the database, a task, the logs or this page, and it is gone when the session ends "
+        "(a reload starts a new session). A typed key takes precedence over the environment "
+        "and the secrets file. Each key is sent only to the service it was typed for."
     )
+    base_url = state.agent_spec().base_url
+    if base_url:
+        _render_server_key(base_url)
     for column, provider in zip(st.columns(len(KEY_ENV)), KEY_ENV, strict=True):
         with column:
             _render_key(provider)
@@ -413,8 +480,8 @@ def _editor_key(overrides: Mapping[str, tuple[float, float]]) -> str:
 
 
 def _reset_prices() -> None:
-    state.set_price_overrides({})
-    state.push_notice("info", "Prices reset to the built-in table.")
+    if state.set_price_overrides({}):
+        state.push_notice("info", "Prices reset to the built-in table.")
 
 
 def render_price_section() -> None:
@@ -423,7 +490,8 @@ def render_price_section() -> None:
     st.caption(
         "US dollars per million tokens, used for each step's cost. A model matches its exact "
         "name, else the longest name it starts with. Add a row for a model that is missing; "
-        "delete a built-in row to restore its default. Prices last for this session."
+        "delete a built-in row to restore its default. Prices are saved in the app's database: "
+        "they stay after a reload or a restart."
     )
     overrides = state.price_overrides()
     money = {"min_value": 0.0, "format": "%.3f"}
@@ -453,6 +521,6 @@ def render_price_section() -> None:
     except UserError as error:
         st.error(str(error))
         return
-    state.set_price_overrides(new)
-    state.push_notice("success", f"Prices saved ({len(new)} differ from the built-in table).")
+    if state.set_price_overrides(new):
+        state.push_notice("success", f"Prices saved ({len(new)} differ from the built-in table).")
     st.rerun()

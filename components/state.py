@@ -1,22 +1,43 @@
 """Typed access to `st.session_state`: ids and UI choices only, never runtime objects.
 
 Keys entered in Settings live here for the session and nowhere else: not in the database,
-not on disk, not in a spec.
+not on disk, not in a spec. The choices that are not secret (the spec new tasks use and the
+price overrides) are also saved in the app's database, so that a reload or a server restart
+keeps them: a session that has not chosen its own reads the saved ones once.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import streamlit as st
+from pydantic import TypeAdapter
 
+from agent_core.errors import AgentCoreError
+from agent_core.llms.openai import OPENAI_COMPATIBLE_PRESETS
 from agent_core.spec import AgentSpec
+from agent_core.store import Store
 
 _TASK = "stepwise.task_id"
 _SPEC = "stepwise.spec"
 _KEYS = "stepwise.keys"
 _PRICES = "stepwise.prices"
 _NOTICE = "stepwise.notice"
+
+SAVED_SPEC = "new_task_spec"
+"""The store setting holding the spec new tasks use (an `AgentSpec` as JSON, no workspace)."""
+SAVED_PRICES = "price_overrides"
+"""The store setting holding the price overrides: `{model: [input, output]}` in $/Mtok."""
+
+# The workspace folder is the server's ($STEPWISE_WORKSPACES), not a choice made in Settings:
+# a saved spec takes the folder of the server that loads it.
+_NOT_SAVED = {"workspace"}
+_PRICE_TABLE = TypeAdapter(dict[str, tuple[float, float]])
+_T = TypeVar("_T")
+
+logger = logging.getLogger("stepwise.app")
 
 
 def current_task_id() -> str | None:
@@ -31,16 +52,26 @@ def set_current_task_id(task_id: str | None) -> None:
 
 def agent_spec() -> AgentSpec:
     """The agent new tasks are created with (Settings and the agent picker change it)."""
-    return st.session_state.get(_SPEC) or AgentSpec()
+    if _SPEC not in st.session_state:
+        spec = _load(SAVED_SPEC, AgentSpec.model_validate, AgentSpec(), what="model")
+        st.session_state[_SPEC] = spec
+    return st.session_state[_SPEC]
 
 
-def set_agent_spec(spec: AgentSpec) -> None:
-    """Use `spec` for new tasks."""
+def set_agent_spec(spec: AgentSpec) -> bool:
+    """Use `spec` for new tasks, in this session and later ones; False if it was not saved."""
     st.session_state[_SPEC] = spec
+    return _save(SAVED_SPEC, spec.model_dump(mode="json", exclude=_NOT_SAVED))
+
+
+def server_provider(base_url: str) -> str:
+    """The name a key typed for the server at `base_url` is kept under: `server:<url>`."""
+    url = base_url.strip()
+    return "server:" + OPENAI_COMPATIBLE_PRESETS.get(url, url).rstrip("/")
 
 
 def api_key(provider: str) -> str | None:
-    """The key typed in Settings for `provider`, for this session only."""
+    """The key typed in Settings for `provider` (or a `server_provider`), for this session."""
     return st.session_state.get(_KEYS, {}).get(provider) or None
 
 
@@ -53,12 +84,26 @@ def set_api_key(provider: str, key: str | None) -> None:
 
 def price_overrides() -> dict[str, tuple[float, float]]:
     """Per-model prices (input, output $/Mtok) set in Settings."""
-    return dict(st.session_state.get(_PRICES, {}))
+    if _PRICES not in st.session_state:
+        prices = _load(SAVED_PRICES, _PRICE_TABLE.validate_python, {}, what="prices")
+        st.session_state[_PRICES] = prices
+    return dict(st.session_state[_PRICES])
 
 
-def set_price_overrides(prices: dict[str, tuple[float, float]]) -> None:
-    """Replace the session's price overrides."""
+def set_price_overrides(prices: dict[str, tuple[float, float]]) -> bool:
+    """Replace the price overrides, in this session and later ones; False if not saved."""
     st.session_state[_PRICES] = dict(prices)
+    return _save(SAVED_PRICES, {name: list(pair) for name, pair in prices.items()})
+
+
+def load_saved_settings() -> None:
+    """Read the saved spec and prices into this session, if it has none yet.
+
+    A page calls this before `show_notice`, so a saved setting that cannot be read says so at
+    once rather than after the next click.
+    """
+    agent_spec()
+    price_overrides()
 
 
 def push_notice(kind: str, text: str) -> None:
@@ -70,3 +115,40 @@ def pop_notice() -> tuple[str, str] | None:
     """The pending notice, if any (shown once)."""
     notice: Any = st.session_state.pop(_NOTICE, None)
     return notice
+
+
+# --- the saved settings ---------------------------------------------------------------------
+
+
+def _store() -> Store:
+    from components.runtime import shared_store  # runtime imports this module
+
+    return shared_store()
+
+
+def _load(name: str, parse: Callable[[Any], _T], default: _T, *, what: str) -> _T:
+    """The saved setting `name`, parsed; `default` (said once) when it cannot be read."""
+    try:
+        saved = _store().get_setting(name)
+        return default if saved is None else parse(saved)
+    except (ValueError, AgentCoreError):  # pydantic's ValidationError is a ValueError
+        # Saved by another version of Stepwise, or naming an agent no longer registered. It is
+        # left as it is: saving in Settings replaces it.
+        logger.warning("the saved setting %r could not be read; using the default", name)
+        push_notice(
+            "warning",
+            f"The {what} saved in Settings could not be read (another version of Stepwise may "
+            "have saved it), so the default is used for now. Choose again in Settings and save "
+            "to replace it.",
+        )
+        return default
+
+
+def _save(name: str, value: Any) -> bool:
+    try:
+        _store().put_setting(name, value)
+    except AgentCoreError as exc:  # e.g. the database is locked or read-only
+        logger.warning("the setting %r was not saved: %s", name, exc)
+        push_notice("warning", f"Kept for this session only, not saved: {exc}")
+        return False
+    return True

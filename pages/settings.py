@@ -1,9 +1,10 @@
-"""Settings: the model provider, the model, a key for this session only, and prices."""
+"""Settings: the model provider, the model, keys for this session only, and prices."""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from components import state
 from components.actions import show_notice
 from components.settings_form import (
     load_secret_keys,
@@ -12,6 +13,7 @@ from components.settings_form import (
     render_price_section,
 )
 
+state.load_saved_settings()  # Before the notice: a saved setting that cannot be read says so.
 show_notice()
 st.header("Settings")
 # Before anything reads keys, so a key from .streamlit/secrets.toml shows as set.

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import Any
 
 from agent_core.llms.base import ChatMessage
 from agent_core.memory import ChatMemoryBuffer
 from agent_core.store.base import TaskSummary
 from agent_core.types import StepSnapshot, StepStatus, Task, TaskState, TaskStep, TaskStepOutput
 
-__all__ = ["assemble_state", "output_record", "summary_of", "task_record"]
+__all__ = ["assemble_state", "output_record", "setting_record", "summary_of", "task_record"]
 
 # Rewritten on every commit, so it holds only what is small and changes: the input is written
 # once, memory grows by appended rows, and the runner already serialised the worker state.
@@ -23,6 +24,17 @@ def task_record(state: TaskState) -> str:
     fields = state.task.model_dump_json(exclude=_TASK_ROW_EXCLUDE)
     extra = json.dumps({"token_limit": state.task.memory.token_limit, "queue": state.queue})
     return f"{fields[:-1]},{extra[1:]}"
+
+
+def setting_record(name: str, value: Any) -> str:
+    """A setting's value as strict JSON (no NaN or infinity, which other readers reject)."""
+    try:
+        return json.dumps(value, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"setting {name!r} must be plain JSON data (dict, list, str, finite number, bool, "
+            f"None): {exc}; for a pydantic model pass model.model_dump(mode='json')"
+        ) from None
 
 
 def output_record(output: TaskStepOutput) -> str:

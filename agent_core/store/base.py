@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -97,6 +97,18 @@ class Store(Protocol):
 
     def write_conversation(self, conversation_id: str, write: MemoryWrite) -> None:
         """Apply `write` to the shared conversation."""
+        ...
+
+    def get_setting(self, name: str) -> Any | None:
+        """The JSON value saved under `name` (an app's settings), or None when there is none."""
+        ...
+
+    def put_setting(self, name: str, value: Any) -> None:
+        """Save a JSON-serialisable `value` under `name`, replacing the old one; None removes it.
+
+        Settings are for choices that are not secret (a model, a server's address, prices):
+        the store writes them in the clear, like everything else it keeps.
+        """
         ...
 
     def close(self) -> None:

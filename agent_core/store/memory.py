@@ -6,12 +6,20 @@ Records are kept as JSON, exactly as `SQLiteStore` keeps them, so two runners on
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent_core.errors import ConflictError
 from agent_core.llms.base import ChatMessage
-from agent_core.store._records import assemble_state, output_record, summary_of, task_record
+from agent_core.store._records import (
+    assemble_state,
+    output_record,
+    setting_record,
+    summary_of,
+    task_record,
+)
 from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
 from agent_core.types import StepSnapshot, TaskState, TaskStep
 
@@ -42,6 +50,7 @@ class InMemoryStore:
     def __init__(self) -> None:
         self._tasks: dict[str, _TaskRecords] = {}
         self._conversations: dict[str, list[ChatMessage]] = {}
+        self._settings: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def commit(self, change: TaskChange) -> None:
@@ -123,6 +132,22 @@ class InMemoryStore:
         """Apply `write` to the shared conversation."""
         with self._lock:
             _apply_memory(self._conversations.setdefault(conversation_id, []), write)
+
+    def get_setting(self, name: str) -> Any | None:
+        """The JSON value saved under `name`, or None (a fresh copy: edits do not write back)."""
+        with self._lock:
+            data = self._settings.get(name)
+        return None if data is None else json.loads(data)
+
+    def put_setting(self, name: str, value: Any) -> None:
+        """Save `value` (plain JSON data) under `name`; None removes the setting."""
+        if value is None:
+            with self._lock:
+                self._settings.pop(name, None)
+            return
+        data = setting_record(name, value)
+        with self._lock:
+            self._settings[name] = data
 
     def close(self) -> None:
         """Nothing to release."""

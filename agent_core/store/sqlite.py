@@ -8,16 +8,18 @@ committed; the step it was running stays `running` in the file and is re-runnabl
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from agent_core.errors import ConflictError, StoreError
 from agent_core.llms.base import ChatMessage, Usage
-from agent_core.store._records import assemble_state, output_record, task_record
+from agent_core.store._records import assemble_state, output_record, setting_record, task_record
 from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
 from agent_core.types import StepSnapshot, TaskState, TaskStatus, TaskStep
 
@@ -50,11 +52,21 @@ _STEPS_SCHEMA = [
     "CREATE UNIQUE INDEX IF NOT EXISTS steps_key ON steps (task_id, step_id)",
 ]
 
-_SCHEMA = [*_TABLES, *_STEPS_SCHEMA]
+# An app's settings that are not secret (its model, a server's address, prices), as JSON.
+_SETTINGS_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL) "
+    "WITHOUT ROWID",
+]
 
-_LAYOUT_VERSION = 1
+_SCHEMA = [*_TABLES, *_STEPS_SCHEMA, *_SETTINGS_SCHEMA]
+
+_LAYOUT_VERSION = 2
 """`PRAGMA user_version` of the current layout. Layout 0 keyed steps by `step_id` (with a second
-index by task): three B-trees to touch per new step instead of two."""
+index by task): three B-trees to touch per new step instead of two. Layout 1 had no settings
+table. Code of layout 1 opens a layout-2 file unchanged: it only adds a table."""
+
+_STEPS_KEYED_BY_TASK = 1
+"""The first layout whose steps need no re-keying."""
 
 _MIGRATE_LAYOUT_0 = [
     "ALTER TABLE steps RENAME TO steps_layout_0",
@@ -106,14 +118,18 @@ class SQLiteStore:
         self._lock = threading.Lock()
 
     def _create_or_migrate(self) -> None:
-        """Create the tables, or re-key the steps of a layout-0 file keeping their order."""
+        """Create the tables, or bring a file of an older layout up to date.
+
+        A layout-0 file has its steps re-keyed, keeping their order; tables added since are
+        created empty.
+        """
         self._db.execute("BEGIN IMMEDIATE")  # Checked inside: another process may do it too.
         try:
             (layout,) = self._db.execute("PRAGMA user_version").fetchone()
             old = self._db.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'steps'"
             ).fetchone()
-            if layout < _LAYOUT_VERSION and old is not None:
+            if layout < _STEPS_KEYED_BY_TASK and old is not None:
                 for statement in _MIGRATE_LAYOUT_0:
                     self._db.execute(statement)
             for statement in _SCHEMA:
@@ -339,6 +355,28 @@ class SQLiteStore:
         """Apply `write` to the shared conversation, in one transaction."""
         with self._transaction() as db:
             self._write_messages(db, _CONVERSATION_PREFIX + conversation_id, write)
+
+    def get_setting(self, name: str) -> Any | None:
+        """The JSON value saved under `name`, or None when there is none."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM settings WHERE name = ?", (name,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def put_setting(self, name: str, value: Any) -> None:
+        """Save `value` (plain JSON data) under `name`, in one transaction; None removes it."""
+        data = None if value is None else setting_record(name, value)
+        with self._transaction() as db:
+            try:
+                if data is None:
+                    db.execute("DELETE FROM settings WHERE name = ?", (name,))
+                else:
+                    db.execute(
+                        "INSERT INTO settings (name, value) VALUES (?, ?) "
+                        "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                        (name, data),
+                    )
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot save the setting {name!r} to {self.path}: {exc}") from exc
 
     def close(self) -> None:
         """Close the database connection."""

@@ -1,17 +1,22 @@
 """The Settings page: provider presets, the model, session-only keys and the price table.
 
 Every test drives the whole app through AppTest (fixtures in tests/app/conftest.py: a fresh
-database and working folder in `tmp_path`, caches cleared).
+database and working folder in `tmp_path`, caches cleared). The model and the prices are saved
+in that database and outlive the session; keys never do.
 """
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from agent_core.errors import StoreError
 from agent_core.llms.openai import OPENAI_COMPATIBLE_PRESETS
 from agent_core.spec import DEFAULT_MODELS, AgentSpec
 from agent_core.store import SQLiteStore
@@ -41,6 +46,19 @@ def _session_key(app: AppTest, provider: str) -> str | None:
     if state._KEYS not in app.session_state:
         return None
     return app.session_state[state._KEYS].get(provider)
+
+
+def _saved(db_path: Path, name: str) -> Any:
+    """The setting `name` as the page saved it in the app's database (None: nothing saved)."""
+    store = SQLiteStore(db_path)
+    try:
+        return store.get_setting(name)
+    finally:
+        store.close()
+
+
+def _nothing_saved(app: AppTest, db_path: Path) -> bool:
+    return _spec(app) == AgentSpec() and _saved(db_path, state.SAVED_SPEC) is None
 
 
 def _overrides(app: AppTest) -> dict[str, tuple[float, float]]:
@@ -113,29 +131,29 @@ def test_a_local_preset_saves_an_openai_spec_at_its_base_url(app: AppTest, prese
     assert app.selectbox(key="settings-provider").value == preset
 
 
-def test_a_local_server_needs_a_model_name(app: AppTest) -> None:
+def test_a_local_server_needs_a_model_name(app: AppTest, db_path: Path) -> None:
     _choose(_open_settings(app), "ollama")
     assert app.text_input(key="settings-model-ollama").value == ""
     _save_model(app)
 
     assert "Type the model name your server serves" in app.error[0].value
-    assert state._SPEC not in app.session_state
+    assert _nothing_saved(app, db_path)
 
 
 @pytest.mark.parametrize(
     "url", ["localhost:8000/v1", "ftp://box/v1", "http://", "http://[::1", "  "]
 )
-def test_a_custom_base_url_must_be_http_or_https(app: AppTest, url: str) -> None:
+def test_a_custom_base_url_must_be_http_or_https(app: AppTest, db_path: Path, url: str) -> None:
     _choose(_open_settings(app), CUSTOM)
     app.text_input(key="settings-base-url").input(url)
     app.text_input(key=f"settings-model-{CUSTOM}").input("qwen2.5")
     _save_model(app)
 
     assert "must start with http:// or https://" in app.error[0].value
-    assert state._SPEC not in app.session_state
+    assert _nothing_saved(app, db_path)
 
 
-def test_a_custom_base_url_with_a_password_is_refused(app: AppTest) -> None:
+def test_a_custom_base_url_with_a_password_is_refused(app: AppTest, db_path: Path) -> None:
     _choose(_open_settings(app), CUSTOM)
     app.text_input(key="settings-base-url").input(f"http://me:{SECRET}@gpu-box:8000/v1")
     app.text_input(key=f"settings-model-{CUSTOM}").input("qwen2.5")
@@ -143,7 +161,7 @@ def test_a_custom_base_url_with_a_password_is_refused(app: AppTest) -> None:
 
     assert "must not hold a user name or password" in app.error[0].value
     assert not _leaks(_rendered(app))
-    assert state._SPEC not in app.session_state
+    assert _nothing_saved(app, db_path)
 
 
 def test_a_valid_custom_base_url_is_saved_and_shown_again(app: AppTest) -> None:
@@ -295,6 +313,55 @@ def test_a_typed_key_wins_over_the_environment(
     assert "A key typed here is set for this session." in [n.value for n in app.success]
 
 
+def test_each_key_field_says_where_the_key_goes_and_that_it_stays_in_the_session(
+    app: AppTest,
+) -> None:
+    captions = [caption.value for caption in _open_settings(app).caption]
+
+    assert any(
+        "Sent to OpenAI's API only, never to a local or custom server" in c for c in captions
+    )
+    assert any("Sent to Anthropic's API only" in c for c in captions)
+    assert sum("Kept in this browser session only" in c for c in captions) == 2
+    assert not [field for field in app.text_input if field.key == "settings-key-server"]
+
+
+def _server_key_field(app: AppTest) -> Any:
+    return app.text_input(key="settings-key-server")
+
+
+@pytest.mark.parametrize(
+    ("choice", "url"),
+    [("ollama", OPENAI_COMPATIBLE_PRESETS["ollama"]), (CUSTOM, "http://gpu-box.lan:8000/v1")],
+)
+def test_a_local_server_gets_a_key_field_of_its_own(app: AppTest, choice: str, url: str) -> None:
+    _choose(_open_settings(app), choice)
+    if choice == CUSTOM:
+        app.text_input(key="settings-base-url").input(url)
+    app.text_input(key=f"settings-model-{choice}").input("llama3.2")
+    _save_model(app)
+
+    assert url in _server_key_field(app).label
+    note = "\n".join(caption.value for caption in app.caption)
+    assert f"Sent to this server (` {url} `) only" in note
+    assert "Kept in this browser session only" in note
+    assert any("No key: requests go without one" in info.value for info in app.info)
+
+    app.text_input(key="settings-key-server").input(SECRET)
+    app.button(key="settings-use-key-server").click().run()
+
+    assert _session_key(app, f"server:{url}") == SECRET
+    assert _session_key(app, "openai") is None  # a server's key is not an OpenAI key
+    assert _server_key_field(app).value == ""
+    assert "Key for this server set for this session only." in _texts(app)
+    assert not _leaks(_rendered(app))
+
+    app.button(key="settings-forget-server").click().run()
+    assert _session_key(app, f"server:{url}") is None
+    assert "Forgot the key for this server typed here." in _texts(app)
+    assert app.button(key="settings-forget-server").disabled
+
+
 # --- prices ---------------------------------------------------------------------------------
 
 
@@ -377,3 +444,131 @@ def test_price_parsing_rejects_text_and_keeps_only_changes() -> None:
     bad = [{"model": "m", "input $/Mtok": "cheap", "output $/Mtok": 1}]
     with pytest.raises(Exception, match="must be a number"):
         parse_prices(bad)
+
+
+# --- saved settings -------------------------------------------------------------------------
+
+
+def _save_custom_server_and_prices(app: AppTest) -> AgentSpec:
+    _choose(_open_settings(app), CUSTOM)
+    app.text_input(key="settings-base-url").input("http://gpu-box.lan:8000/v1")
+    app.text_input(key=f"settings-model-{CUSTOM}").input("qwen2.5")
+    _save_model(app)
+    row = list(app.data_editor[0].value["model"]).index("gpt-4o-mini")
+    _edit_prices(app, {"edited_rows": {row: {"input $/Mtok": 0.2}}})
+    return _spec(app)
+
+
+def _assert_settings_shown(app: AppTest, spec: AgentSpec) -> None:
+    assert _spec(app) == spec
+    assert app.selectbox(key="settings-provider").value == CUSTOM
+    assert app.text_input(key="settings-base-url").value == "http://gpu-box.lan:8000/v1"
+    assert app.text_input(key=f"settings-model-{CUSTOM}").value == "qwen2.5"
+    assert _overrides(app) == {"gpt-4o-mini": (0.2, 0.6)}
+    assert _row_of(app, "gpt-4o-mini") == (0.2, 0.6)
+
+
+def test_the_model_and_prices_outlive_a_reload_and_a_server_restart(
+    app: AppTest, make_app: Callable[[], AppTest], db_path: Path
+) -> None:
+    spec = _save_custom_server_and_prices(app)
+    assert (spec.base_url, spec.model) == ("http://gpu-box.lan:8000/v1", "qwen2.5")
+
+    reloaded = _open_settings(make_app())  # a new browser session on the same server
+    _assert_settings_shown(reloaded, spec)
+
+    st.cache_resource.clear()  # a new server process: no store object, no runner
+    st.cache_data.clear()
+    restarted = _open_settings(make_app())
+    _assert_settings_shown(restarted, spec)
+
+    # What the issue was about: the stepper's new tasks use the saved model, not the demo.
+    _create_task_on_stepper(restarted, "add 2 and 3")
+    store = SQLiteStore(db_path)
+    try:
+        (summary,) = store.list_tasks()
+        task_state = store.load_task(summary.task_id)
+    finally:
+        store.close()
+    assert task_state is not None
+    recorded = task_state.task.spec or {}
+    assert (recorded["provider"], recorded["model"], recorded["base_url"]) == (
+        "openai",
+        "qwen2.5",
+        "http://gpu-box.lan:8000/v1",
+    )
+
+
+def test_keys_stay_in_their_session_and_never_reach_the_database(
+    app: AppTest, make_app: Callable[[], AppTest], tmp_path: Path, db_path: Path
+) -> None:
+    _choose(_open_settings(app), "vllm")
+    app.text_input(key="settings-model-vllm").input("mistral-7b")
+    _save_model(app)
+    _type_key(app, "openai", SECRET)
+    _type_key(app, "anthropic", SECRET)
+    _type_key(app, "server", SECRET)
+    assert _session_key(app, "server:" + OPENAI_COMPATIBLE_PRESETS["vllm"]) == SECRET
+    _save_custom_server_and_prices(app)  # settings saved again while the keys are set
+
+    reloaded = _open_settings(make_app())
+
+    assert _spec(reloaded).model == "qwen2.5"  # the settings came back...
+    assert state._KEYS not in reloaded.session_state  # ...the keys did not
+    assert sum("No key yet" in warning.value for warning in reloaded.warning) == 2
+    with sqlite3.connect(db_path) as db:
+        rows = db.execute("SELECT name, value FROM settings").fetchall()
+    assert {name for name, _ in rows} == {state.SAVED_SPEC, state.SAVED_PRICES}
+    assert not any(_leaks(value) for _, value in rows)
+    assert _files_containing(tmp_path, SECRET) == []
+
+
+def test_saved_settings_that_cannot_be_read_give_the_defaults_and_say_so_once(
+    app: AppTest, db_path: Path
+) -> None:
+    newer = {"provider": "openai", "model": "gpt-9", "field_from_a_newer_version": True}
+    store = SQLiteStore(db_path)
+    store.put_setting(state.SAVED_SPEC, newer)
+    store.put_setting(state.SAVED_PRICES, {"gpt-4o-mini": "cheap"})
+    store.close()
+
+    _open_settings(app)
+
+    assert not app.exception
+    assert _spec(app) == AgentSpec()
+    assert app.selectbox(key="settings-provider").value == "demo"
+    assert _overrides(app) == {}
+    assert "could not be read" in _texts(app)
+    assert "could not be read" not in _texts(app.run())  # said once, not on every rerun
+    assert _saved(db_path, state.SAVED_SPEC) == newer  # left for the version that wrote it
+
+    _choose(app, "openai")
+    _save_model(app)
+    assert _saved(db_path, state.SAVED_SPEC)["provider"] == "openai"
+    assert AgentSpec.model_validate(_saved(db_path, state.SAVED_SPEC)) == _spec(app)
+
+
+def test_the_saved_spec_leaves_the_workspace_to_the_server(app: AppTest, db_path: Path) -> None:
+    _choose(_open_settings(app), "openai")
+    _save_model(app)
+
+    saved = _saved(db_path, state.SAVED_SPEC)
+    assert "workspace" not in saved
+    assert AgentSpec.model_validate(saved) == _spec(app)
+
+
+def test_a_model_the_database_cannot_take_is_kept_for_the_session_and_says_so(
+    app: AppTest, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(self: SQLiteStore, name: str, value: Any) -> None:
+        raise StoreError(f"cannot save the setting {name!r} to {self.path}: database is locked")
+
+    _choose(_open_settings(app), "openai")
+    monkeypatch.setattr(SQLiteStore, "put_setting", refuse)
+    _save_model(app)
+
+    assert _spec(app).provider == "openai"  # this session uses it all the same
+    assert "Kept for this session only, not saved" in _texts(app)
+    assert "database is locked" in _texts(app)
+    assert not app.success
+    assert _saved(db_path, state.SAVED_SPEC) is None
