@@ -48,12 +48,19 @@ def _key_id(key: str | None) -> str:
 
 def runner_for(spec: AgentSpec) -> ParallelAgentRunner:
     """The runner for `spec`, with this session's key and prices for its provider."""
-    # A key typed for OpenAI goes to OpenAI only, never to a local or custom server.
-    key = state.api_key(spec.provider) if not spec.base_url else None
+    key = _session_key(spec)
     prices = json.dumps(state.price_overrides(), sort_keys=True)
     # "You are the model" queues typed replies in the runner's model: one runner per session.
     owner = _session_id() if spec.provider == "human" else ""
     return _runner(spec.model_dump_json(), prices, f"{_key_id(key)}:{owner}", key)
+
+
+def _session_key(spec: AgentSpec) -> str | None:
+    # A server gets only the key typed for that server; a key typed for OpenAI (or Anthropic)
+    # goes to that provider's own API only, never to a local or custom server.
+    if spec.base_url:
+        return state.api_key(state.server_provider(spec.base_url))
+    return state.api_key(spec.provider)
 
 
 def _session_id() -> str:
