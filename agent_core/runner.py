@@ -239,6 +239,25 @@ class AgentRunner:
         """The task with all its steps, outputs and queue (for views such as the DAG)."""
         return self._task_state(task_id)
 
+    def snapshot_task_state(self, task_id: str) -> TaskState:
+        """A copy of the task's state that steps running meanwhile leave alone.
+
+        For views drawn while a step may commit (a page, an HTTP response): the live state
+        changes under the reader's feet, and a half-drawn page would mix before and after.
+        """
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            return state.model_copy(
+                update={
+                    "task": state.task.model_copy(),
+                    "steps": {step_id: step.model_copy() for step_id, step in state.steps.items()},
+                    "outputs": dict(state.outputs),
+                    "queue": list(state.queue),
+                    "completed": list(state.completed),
+                    "snapshots": dict(state.snapshots),
+                }
+            )
+
     def list_tasks(self) -> list[TaskSummary]:
         """Every task in the store, newest first, as summaries (`get_task` loads one)."""
         return self.store.list_tasks()

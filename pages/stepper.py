@@ -234,7 +234,7 @@ def _runner_for(task_id: str) -> tuple[ParallelAgentRunner, str | None]:
 
 def _task_view(task_id: str) -> None:
     runner, problem = _runner_for(task_id)
-    task_state = runner.get_task_state(task_id)
+    task_state = runner.snapshot_task_state(task_id)  # Steps may commit while this draws.
     status = task_state.task.status
     active = problem is None and status in _RUNNABLE
     _header(task_state)
@@ -253,6 +253,8 @@ def _task_view(task_id: str) -> None:
         if problem is None:
             _memory(runner, task_state)
     watch_live_steps(watched)  # Last: the rest of the page is drawn while a step streams.
+    if runner.get_task_state(task_id).version != task_state.version:
+        st.rerun()  # A step ended while the page was drawn: show what it left.
 
 
 show_notice()
