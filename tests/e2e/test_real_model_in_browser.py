@@ -87,9 +87,7 @@ def run_one_step(page: Page) -> None:
     """Click Run step once and wait until the step has completed and the page settled."""
     before = steps_done(page)
     click(page, "Run step")
-    expect(page.get_by_text(f"{before + 1} steps done", exact=False)).to_be_visible(
-        timeout=30_000
-    )
+    expect(page.get_by_text(f"{before + 1} steps done", exact=False)).to_be_visible(timeout=30_000)
     expect(page.get_by_text("Running step")).to_have_count(0, timeout=30_000)
 
 
