@@ -18,6 +18,7 @@ __all__ = [
     "TaskNotActiveError",
     "TaskNotFoundError",
     "ToolError",
+    "UserCodeError",
     "UserError",
     "WorkerStateError",
 ]
@@ -112,3 +113,20 @@ class LLMError(AgentCoreError):
 
 class StoreError(AgentCoreError):
     """The store could not read or write; what was committed before is intact."""
+
+
+class UserCodeError(AgentCoreError):
+    """The user's own agent or tools module failed to import or build.
+
+    Attributes:
+        target: The target as registered (`path/to/file.py:attr`, `package.module:attr`, or
+            a tools module), so the user knows which entry to fix.
+        traceback: The formatted traceback of the user's own code, with the loader's frames
+            trimmed ("" when the problem is not an exception in their code, say a factory
+            that returned the wrong type).
+    """
+
+    def __init__(self, message: str, *, target: str, traceback: str = "") -> None:
+        super().__init__(message)
+        self.target = target
+        self.traceback = traceback

@@ -2,14 +2,19 @@
 
 Tasks record the spec they run with, so a restarted app can rebuild the worker of an active
 task. A spec never holds a key: keys come from the environment (or the caller) at build time.
+
+A spec can name the user's own agent (`agent`) and tools modules (in `tools`), registered with
+`stepwise ui --agent/--tools` or `[tool.stepwise]` (see `agent_core.user_code`). The spec
+records where each was loaded from (`agent_target`, `tool_modules`), so a task is rebuilt from
+its record even where the name is no longer registered.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from agent_core.errors import UserError
 from agent_core.llms.base import LLM
@@ -19,6 +24,7 @@ from agent_core.parallel import DEFAULT_MAX_CONCURRENCY, ParallelAgentRunner
 from agent_core.store.base import Store
 from agent_core.tools.base import BaseTool
 from agent_core.tools.workspace import Workspace
+from agent_core.user_code import UserCodeRegistry, check_entry, default_registry
 from agent_core.workers.base import BaseAgentWorker
 
 __all__ = ["DEFAULT_MODELS", "AgentSpec", "ProviderName", "ToolName", "WorkerKind"]
@@ -51,17 +57,78 @@ class AgentSpec(BaseModel):
 
     name: str = "agent"
     worker: WorkerKind = "react"
+    """The built-in worker (ignored when `agent` names the user's own)."""
+    agent: str | None = None
+    """The user's own agent, by its registered name; None: the built-in `worker`."""
+    agent_target: str | None = Field(default=None, validate_default=True)
+    """Where `agent` was loaded from (`file.py:attr`, `package.module:attr`), filled in from the
+    registry; the agent is rebuilt from it when its name is no longer registered."""
     provider: ProviderName = "demo"
     model: str = ""
     """Empty means the provider's default (`DEFAULT_MODELS`)."""
     base_url: str | None = None
-    tools: tuple[ToolName, ...] = ("arithmetic",)
+    tools: tuple[str, ...] = ("arithmetic",)
+    """Built-in tools (`ToolName`) and the user's registered tools modules, by name; for the
+    built-in workers (the user's own agent brings its own tools)."""
+    tool_modules: dict[str, str] = Field(default_factory=dict, validate_default=True)
+    """Where each of the user's tools modules in `tools` was loaded from, filled in from the
+    registry."""
     sub_agents: tuple[SubAgentName, ...] = ("code", "file", "image")
     """The planner's sub-agents (planner only)."""
     tool_approval: bool = False
     max_iterations: int = Field(default=10, ge=1, le=1000)
     workspace: str = Field(default_factory=lambda: os.environ.get(WORKSPACES_ENV, "workspaces"))
     """Folder holding one workspace folder per task."""
+
+    def __hash__(self) -> int:  # `tool_modules` is a dict: hash the JSON the spec stands for.
+        return hash(self.model_dump_json())
+
+    @field_validator("agent_target")
+    @classmethod
+    def _record_agent_target(cls, target: str | None, info: ValidationInfo) -> str | None:
+        agent = info.data.get("agent")
+        if agent is None:
+            if target is not None:
+                raise ValueError("agent_target needs agent: the name of the agent it builds")
+            return None
+        if target is None:
+            target = default_registry().agent_target(agent)
+        if target is None:
+            raise ValueError(
+                f"no agent named {agent!r} is registered: start the app with `stepwise ui "
+                f"--agent {agent}=file.py:attr` or add it under [tool.stepwise] agents"
+            )
+        try:
+            check_entry(agent, target, kind="agent")
+        except UserError as exc:  # Not a ValueError: pydantic would not report it as invalid.
+            raise ValueError(str(exc)) from None
+        return target
+
+    @field_validator("tool_modules")
+    @classmethod
+    def _record_tool_modules(cls, modules: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        tools = info.data.get("tools")
+        if tools is None:  # `tools` itself failed validation; that error is reported.
+            return modules
+        builtin = get_args(ToolName)
+        recorded: dict[str, str] = {}
+        for name in dict.fromkeys(tools):
+            if name in builtin:
+                continue
+            module = modules.get(name) or default_registry().tools_module(name)
+            if module is None:
+                raise ValueError(
+                    f"unknown tool {name!r}: the built-in tools are {', '.join(builtin)}; register "
+                    f"your own with `stepwise ui --tools {name}=MODULE` or under [tool.stepwise] "
+                    "tools"
+                )
+            recorded[name] = module
+        return recorded
+
+    @property
+    def uses_user_code(self) -> bool:
+        """Whether the worker comes from, or uses tools from, the user's own code."""
+        return self.agent is not None or bool(self.tool_modules)
 
     @property
     def model_name(self) -> str:
@@ -91,8 +158,12 @@ class AgentSpec(BaseModel):
 
         return AnthropicLLM(self.model_name, api_key=api_key, base_url=self.base_url, prices=prices)
 
-    def build_tools(self, llm: LLM) -> list[BaseTool]:
-        """The tools the spec names, on this spec's workspace."""
+    def build_tools(self, llm: LLM, *, registry: UserCodeRegistry | None = None) -> list[BaseTool]:
+        """The tools the spec names, on this spec's workspace; the user's from `registry`.
+
+        Raises:
+            UserCodeError: One of the user's tools modules failed to import.
+        """
         from agent_core.tools.arithmetic import arithmetic_tools
         from agent_core.tools.calculator import calculator_tool
         from agent_core.tools.files import file_tools
@@ -107,13 +178,38 @@ class AgentSpec(BaseModel):
             "python": lambda: [python_tool(workspace)],
             "image": lambda: [image_tool(workspace, llm=llm)],
         }
-        return [tool for name in dict.fromkeys(self.tools) for tool in builders[name]()]
+        tools: list[BaseTool] = []
+        for name in dict.fromkeys(self.tools):
+            if name in builders:
+                tools.extend(builders[name]())
+            else:
+                user_code = registry or default_registry()
+                tools.extend(user_code.tools_for(name, module=self.tool_modules.get(name)))
+        return tools
 
     def build_worker(
-        self, *, api_key: str | None = None, prices: PriceTable | None = None
+        self,
+        *,
+        api_key: str | None = None,
+        prices: PriceTable | None = None,
+        registry: UserCodeRegistry | None = None,
     ) -> BaseAgentWorker:
-        """The worker this spec describes, with a fresh model client."""
+        """The worker this spec describes, with a fresh model client.
+
+        Args:
+            api_key: The provider's key (else the environment's).
+            prices: Price overrides for the model.
+            registry: Where the user's agents and tools come from (default: the process's,
+                `agent_core.user_code.default_registry()`).
+
+        Raises:
+            UserCodeError: The user's agent or tools failed to import or build.
+            UserError: The model cannot be set up (no key), or the spec asks for the impossible.
+        """
         llm = self.build_llm(api_key=api_key, prices=prices)
+        if self.agent is not None:
+            user_code = registry or default_registry()
+            return user_code.build_agent(self.agent, llm=llm, target=self.agent_target)
         if self.worker == "planner":
             from agent_core.workers.planner import PlannerAgentWorker
             from agent_core.workers.subagents import sub_agents
@@ -127,10 +223,11 @@ class AgentSpec(BaseModel):
         if self.worker == "function_calling":
             from agent_core.workers.function_calling import FunctionCallingAgentWorker
 
-            return FunctionCallingAgentWorker(self.build_tools(llm), llm, **options)
+            tools = self.build_tools(llm, registry=registry)
+            return FunctionCallingAgentWorker(tools, llm, **options)
         from agent_core.workers.react import ReActAgentWorker
 
-        return ReActAgentWorker(self.build_tools(llm), llm, **options)
+        return ReActAgentWorker(self.build_tools(llm, registry=registry), llm, **options)
 
     def build_runner(
         self,
@@ -139,6 +236,7 @@ class AgentSpec(BaseModel):
         api_key: str | None = None,
         prices: PriceTable | None = None,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        registry: UserCodeRegistry | None = None,
     ) -> ParallelAgentRunner:
         """A runner for this spec; its tasks record the spec.
 
@@ -146,7 +244,7 @@ class AgentSpec(BaseModel):
         scenario from its start.
         """
         return ParallelAgentRunner(
-            self.build_worker(api_key=api_key, prices=prices),
+            self.build_worker(api_key=api_key, prices=prices, registry=registry),
             store=store,
             max_concurrency=max_concurrency,
             conversation_id=None if self.provider in ("demo", "human") else f"spec:{self.name}",

@@ -14,7 +14,7 @@ import os
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from agent_core import ParallelAgentRunner
+from agent_core import ParallelAgentRunner, user_code
 from agent_core.llms.pricing import ModelPrice, PriceTable
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
@@ -31,9 +31,12 @@ def shared_store() -> SQLiteStore:
 
 
 @st.cache_resource(max_entries=32)
-def _runner(spec_json: str, prices_json: str, key_id: str, _api_key: str | None):
+def _runner(
+    spec_json: str, prices_json: str, key_id: str, code_generation: int, _api_key: str | None
+):
     # `key_id` tells keys apart for the cache without the key itself being hashed or kept
-    # by Streamlit; the key only reaches the SDK client inside the runner.
+    # by Streamlit; the key only reaches the SDK client inside the runner. `code_generation`
+    # changes on "Reload my code", so runners of the user's agents are built again.
     spec = AgentSpec.model_validate_json(spec_json)
     overrides = {
         name: ModelPrice(input_per_mtok=pair[0], output_per_mtok=pair[1])
@@ -52,7 +55,8 @@ def runner_for(spec: AgentSpec) -> ParallelAgentRunner:
     prices = json.dumps(state.price_overrides(), sort_keys=True)
     # "You are the model" queues typed replies in the runner's model: one runner per session.
     owner = _session_id() if spec.provider == "human" else ""
-    return _runner(spec.model_dump_json(), prices, f"{_key_id(key)}:{owner}", key)
+    generation = user_code.generation() if spec.uses_user_code else 0
+    return _runner(spec.model_dump_json(), prices, f"{_key_id(key)}:{owner}", generation, key)
 
 
 def _session_key(spec: AgentSpec) -> str | None:

@@ -1,17 +1,37 @@
-"""Create a task: its input, the agent (worker, model, tools), or a demo scenario in one click."""
+"""Create a task: its input, the agent (worker, model, tools), or a demo scenario in one click.
+
+The agent can be a built-in worker or one of the user's own (`stepwise ui --agent`,
+`[tool.stepwise]`), and the tools can include the user's tools modules.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
+from pydantic import ValidationError
 
 from agent_core.demos import SCENARIOS
+from agent_core.errors import AgentCoreError, UserCodeError
 from agent_core.spec import DEFAULT_MODELS, AgentSpec
+from agent_core.user_code import UserCodeRegistry, default_registry
 from components import runtime, state
-from components.actions import attempt
+from components.actions import attempt, show_message
+from components.user_code_view import render_code_error, render_user_code
 
-__all__ = ["PROVIDERS", "TOOLS", "WORKERS", "model_label", "render_create_form"]
+__all__ = [
+    "PROVIDERS",
+    "TOOLS",
+    "USER_AGENT_PREFIX",
+    "WORKERS",
+    "agent_label",
+    "model_label",
+    "render_create_form",
+]
 
 WORKERS = {"react": "ReAct", "function_calling": "Function calling", "planner": "Planner"}
+USER_AGENT_PREFIX = "agent:"
+"""Worker choices that are the user's own agents: `agent:NAME`."""
 PROVIDERS = {
     "demo": "Demo model (scripted replies)",
     "human": "You are the model",
@@ -30,6 +50,13 @@ def model_label(spec: AgentSpec) -> str:
         return "You are the model — you type each reply"
     where = f" at {spec.base_url}" if spec.base_url else ""
     return f"{PROVIDERS[spec.provider]} · {spec.model_name}{where}"
+
+
+def agent_label(spec: AgentSpec) -> str:
+    """How the agent is named on screen: the user's own by name and target, else the worker."""
+    if spec.agent is not None:
+        return f"your agent {spec.agent}, from {spec.agent_target}"
+    return WORKERS[spec.worker]
 
 
 def _create(spec: AgentSpec, text: str) -> None:
@@ -73,15 +100,40 @@ def _pick_model(default: AgentSpec, provider: str) -> tuple[str, str | None]:
     return model.strip(), base_url.strip() or None
 
 
-def _pick_agent(default: AgentSpec) -> AgentSpec:
-    worker_col, provider_col = st.columns(2)
-    worker = worker_col.selectbox(
+def _worker_label(choice: str) -> str:
+    if choice.startswith(USER_AGENT_PREFIX):
+        return f"Your agent: {choice.removeprefix(USER_AGENT_PREFIX)}"
+    return WORKERS[choice]
+
+
+def _tool_label(name: str) -> str:
+    return name if name in TOOLS else f"{name} (your tools)"
+
+
+def _pick_worker(default: AgentSpec, registry: UserCodeRegistry, column: Any) -> str:
+    """A built-in worker kind, or `agent:NAME` for one of the user's agents that loaded."""
+    choices = [*WORKERS, *(USER_AGENT_PREFIX + e.name for e in registry.agents() if e.ok)]
+    current = USER_AGENT_PREFIX + default.agent if default.agent else default.worker
+    return column.selectbox(
         "Worker",
-        list(WORKERS),
-        format_func=WORKERS.__getitem__,
+        choices,
+        format_func=_worker_label,
         key="form-worker",
-        index=list(WORKERS).index(default.worker),
+        index=choices.index(current) if current in choices else choices.index(default.worker),
     )
+
+
+def _pick_tools(default: AgentSpec, registry: UserCodeRegistry) -> list[str]:
+    options = [*TOOLS, *(entry.name for entry in registry.tool_modules() if entry.ok)]
+    chosen = [name for name in default.tools if name in options]
+    return st.multiselect(
+        "Tools", options, default=chosen, format_func=_tool_label, key="form-tools"
+    )
+
+
+def _pick_agent(default: AgentSpec, registry: UserCodeRegistry) -> AgentSpec:
+    worker_col, provider_col = st.columns(2)
+    worker = _pick_worker(default, registry, worker_col)
     provider = provider_col.selectbox(
         "Model provider",
         list(PROVIDERS),
@@ -89,27 +141,50 @@ def _pick_agent(default: AgentSpec) -> AgentSpec:
         key="form-provider",
         index=list(PROVIDERS).index(default.provider),
     )
-    if provider == "human" and worker != "react":
+    agent = worker.removeprefix(USER_AGENT_PREFIX) if worker.startswith(USER_AGENT_PREFIX) else None
+    if provider == "human" and agent is None and worker != "react":
         # Typed replies are text: only ReAct reads its tool calls from text.
         st.caption(
             "You are the model: the agent is a ReAct agent, which reads tool calls from text."
         )
         worker = "react"
     model, base_url = _pick_model(default, provider)
-    tools = st.multiselect("Tools", TOOLS, default=list(default.tools), key="form-tools")
-    approval = st.checkbox(
-        "Ask me before each tool call", value=default.tool_approval, key="form-approval"
-    )
-    return default.model_copy(
-        update={
-            "worker": worker,
-            "provider": provider,
-            "model": model,
-            "base_url": base_url,
-            "tools": tuple(tools),
-            "tool_approval": approval,
-        }
-    )
+    update: dict[str, Any] = {
+        "provider": provider,
+        "model": model,
+        "base_url": base_url,
+        "agent": agent,
+        "agent_target": None,  # Filled in from the registry: the target as registered now.
+        "tool_modules": {},
+    }
+    if agent is None:
+        update["worker"] = worker
+        update["tools"] = tuple(_pick_tools(default, registry))
+        update["tool_approval"] = st.checkbox(
+            "Ask me before each tool call", value=default.tool_approval, key="form-approval"
+        )
+    else:
+        st.caption("Your agent gets the model chosen here and brings its own tools.")
+        update["tools"] = ()
+    try:
+        return AgentSpec.model_validate({**default.model_dump(), **update})
+    except ValidationError as exc:  # The registry changed under us (a reload elsewhere).
+        reason = "; ".join(error["msg"] for error in exc.errors(include_url=False))
+        show_message("warning", reason, headline="That agent is not available any more:")
+        return AgentSpec()
+
+
+def _create_checked(spec: AgentSpec, text: str) -> bool:
+    """Create the task; False, with the user's traceback shown, if their code fails to build."""
+    try:
+        runtime.runner_for(spec)
+    except UserCodeError as exc:
+        render_code_error(exc, headline="Your agent could not be built:")
+        return False
+    except AgentCoreError:
+        pass  # No key, say: `attempt` reports it after the rerun, as for any action.
+    attempt(lambda: _create(spec, text))
+    return True
 
 
 def render_create_form() -> None:
@@ -117,8 +192,12 @@ def render_create_form() -> None:
     st.header("New task", anchor=False)
     _render_scenarios()
     st.divider()
-    spec = _pick_agent(state.agent_spec())
+    registry = default_registry()
+    render_user_code(registry)
+    spec = _pick_agent(state.agent_spec(), registry)
     st.text(f"Model: {model_label(spec)}")  # a typed model name is not markdown
+    if spec.agent is not None:
+        st.text(f"Agent: {agent_label(spec)}")  # the user's names and paths are not markdown
     text = st.text_area("Task", placeholder="What should the agent do?", key="form-task")
     # Never disabled: a browser sends the text area's value with the click, but a button
     # disabled until the text is committed would swallow that first click.
@@ -127,5 +206,5 @@ def render_create_form() -> None:
             st.warning("Type the task first: what should the agent do?")
             return
         state.set_agent_spec(spec)
-        attempt(lambda: _create(spec, text))
-        st.rerun()
+        if _create_checked(spec, text):
+            st.rerun()

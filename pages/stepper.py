@@ -15,7 +15,7 @@ import streamlit as st
 
 from agent_core import AtStep, CostOver, OnTool, ParallelAgentRunner, StepRun
 from agent_core.breakpoints import Breakpoint, RunUntilResult
-from agent_core.errors import AgentCoreError
+from agent_core.errors import AgentCoreError, UserCodeError
 from agent_core.llms.scripted import HumanLLM
 from agent_core.types import StepStatus, TaskState, TaskStatus
 from components import runtime, state
@@ -26,6 +26,7 @@ from components.memory_view import render_memory
 from components.step_card import render_step_card
 from components.step_editor import next_prompt, render_upcoming_step
 from components.task_form import model_label, render_create_form
+from components.user_code_view import render_code_error
 
 logger = logging.getLogger("stepwise.app")
 
@@ -223,13 +224,29 @@ def _memory(runner: ParallelAgentRunner, task_state: TaskState) -> None:
             render_memory(next_prompt(runner, step, step.input))
 
 
-def _runner_for(task_id: str) -> tuple[ParallelAgentRunner, str | None]:
-    """The task's runner, or a read-only one and why its own could not be built."""
+def _runner_for(task_id: str) -> tuple[ParallelAgentRunner, AgentCoreError | None]:
+    """The task's runner, or a read-only one and why its own could not be built.
+
+    A task that can no longer run (finished, abandoned, imported from a trace) is read with
+    the reader: its agent is never rebuilt, so a trace naming someone's code imports nothing.
+    """
+    reader = runtime.reader()
+    if reader.get_task(task_id).status not in _RUNNABLE:
+        return reader, None
     try:
         return runtime.runner_for(runtime.spec_of(task_id)), None
     except AgentCoreError as exc:  # No key for its provider, say: still show the task.
-        runtime.reader().get_task(task_id)  # An unknown task id is not a key problem.
-        return runtime.reader(), str(exc)
+        return reader, exc
+
+
+def _problem(problem: AgentCoreError) -> None:
+    if isinstance(problem, UserCodeError):
+        render_code_error(problem, headline="Read only: your agent could not be loaded.")
+        st.caption("Fix your code, then press Reload my code on the New task form.")
+    else:
+        show_message(
+            "warning", str(problem), headline="Read only: this task's model is not set up."
+        )
 
 
 def _task_view(task_id: str) -> None:
@@ -239,7 +256,7 @@ def _task_view(task_id: str) -> None:
     active = problem is None and status in _RUNNABLE
     _header(task_state)
     if problem is not None:
-        show_message("warning", problem, headline="Read only: this task's model is not set up.")
+        _problem(problem)
     _controls(runner, task_state, active=active)
     left, right = st.columns([3, 2], gap="large")
     with left:
