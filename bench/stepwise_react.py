@@ -32,8 +32,8 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-# Pure arithmetic runs inline, as LlamaIndex's sync run_step calls its tools.
-ADD_TOOL = FunctionTool.from_defaults(fn=add, blocking=False)
+# The default, as users build tools: a sync tool runs in a worker thread (blocking=True).
+ADD_TOOL = FunctionTool.from_defaults(fn=add)
 
 
 def one_task(k: int, store) -> float:
