@@ -12,7 +12,8 @@ import streamlit as st
 from pydantic import ValidationError
 
 from agent_core.demos import SCENARIOS
-from agent_core.errors import AgentCoreError, UserCodeError
+from agent_core.errors import AgentCoreError, UserCodeError, UserError
+from agent_core.llms.openai import OPENAI_COMPATIBLE_PRESETS
 from agent_core.spec import DEFAULT_MODELS, AgentSpec
 from agent_core.user_code import UserCodeRegistry, default_registry
 from components import runtime, state
@@ -57,6 +58,19 @@ def agent_label(spec: AgentSpec) -> str:
     if spec.agent is not None:
         return f"your agent {spec.agent}, from {spec.agent_target}"
     return WORKERS[spec.worker]
+
+
+def _server_address_problem(spec: AgentSpec) -> str | None:
+    """Why the typed server address cannot be used (a password in it would be saved), if so."""
+    if not spec.base_url or spec.base_url in OPENAI_COMPATIBLE_PRESETS:
+        return None
+    from components.settings_form import check_base_url  # It imports this module.
+
+    try:
+        check_base_url(spec.base_url)
+    except UserError as exc:
+        return str(exc)  # Our own sentence: it never repeats what was typed.
+    return None
 
 
 def _create(spec: AgentSpec, text: str) -> None:
@@ -204,6 +218,9 @@ def render_create_form() -> None:
     if st.button("Create task", type="primary", key="form-create"):
         if not text.strip():
             st.warning("Type the task first: what should the agent do?")
+            return
+        if problem := _server_address_problem(spec):
+            st.error(problem)
             return
         state.set_agent_spec(spec)
         if _create_checked(spec, text):

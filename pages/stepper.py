@@ -25,7 +25,7 @@ from components.live_step import render_live_step, watch_live_steps
 from components.memory_view import render_memory
 from components.step_card import render_step_card
 from components.step_editor import next_prompt, render_upcoming_step
-from components.task_form import model_label, render_create_form
+from components.task_form import agent_label, model_label, render_create_form
 from components.user_code_view import render_code_error
 
 logger = logging.getLogger("stepwise.app")
@@ -77,7 +77,8 @@ def _header(task_state: TaskState) -> None:
         f"Status: **{task.status.value}** · {len(task_state.completed)} steps done · "
         f"{len(task_state.queue)} upcoming · {usage.total_tokens:,} tokens · {cost}"
     )
-    st.text(f"Model: {model_label(runtime.spec_of(task.task_id))}")  # names are not markdown
+    spec = runtime.spec_of(task.task_id)
+    st.text(f"Model: {model_label(spec)} · Agent: {agent_label(spec)}")  # names: not markdown
 
 
 def _breakpoints() -> list[Breakpoint]:
@@ -274,6 +275,7 @@ def _task_view(task_id: str) -> None:
         st.rerun()  # A step ended while the page was drawn: show what it left.
 
 
+state.load_saved_settings()  # Before the notice: a saved setting that cannot be read says so.
 show_notice()
 current = _current_task_id()
 if current is None:

@@ -735,3 +735,18 @@ def test_a_card_title_says_tokens_cost_and_latency() -> None:
     assert card_title(priced) == "Step 4 · llm · 1,234 tokens · $0.0012 · 1,530 ms"
     tool = TaskStepOutput(task_step=step.model_copy(update={"kind": StepKind.TOOL}))
     assert card_title(tool) == "Step 4 · tool · 0 tokens · 0 ms"  # no model: no "cost unknown"
+
+
+def test_a_server_address_holding_a_password_is_refused_and_nothing_is_stored(
+    app: AppTest, db_path: Path
+) -> None:
+    ok(app.run())
+    app.selectbox(key="form-provider").set_value("openai").run()
+    app.text_input(key="form-model-openai").input("llama3.2")
+    app.text_input(key="form-base-url-openai").input("http://me:hunter2@localhost:11434/v1")
+    app.text_area(key="form-task").input("What is 2 + 2?")
+    app.button(key="form-create").click().run()
+
+    assert "must not hold a user name or password" in ok(app).error[0].value
+    assert TASK_KEY not in app.session_state or app.session_state[TASK_KEY] is None
+    assert b"hunter2" not in db_path.read_bytes()

@@ -230,3 +230,22 @@ def test_an_imported_trace_naming_someones_code_imports_nothing_when_opened(app,
 
     assert "look at me" in [block.value for block in app.code]
     assert not marker.exists()
+
+
+def test_a_task_a_script_started_on_the_users_agent_goes_on_in_the_app(app, project, db_path):
+    # The user's own script, on the same database file as the app.
+    spec = AgentSpec(agent="headline")
+    script_store = SQLiteStore(db_path)
+    agent = spec.build_runner(store=script_store)
+    task_id = agent.create_task(HEADLINE_TASK).task_id
+    agent.run_step(task_id)
+    script_store.close()
+
+    app.query_params["task"] = task_id
+    ok(app.run())
+    run_step(app)
+
+    state = stored(db_path, task_id)
+    assert len(state.completed) == 2
+    assert state.task.spec is not None and state.task.spec["agent"] == "headline"
+    assert not app.error
