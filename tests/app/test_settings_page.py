@@ -38,6 +38,18 @@ def _open_settings(app: AppTest) -> AppTest:
     return app.run()
 
 
+def _only_task_spec(db_path: Path) -> dict:
+    """The spec recorded by the one task in the database."""
+    store = SQLiteStore(db_path)
+    try:
+        (summary,) = store.list_tasks()
+        task_state = store.load_task(summary.task_id)
+    finally:
+        store.close()
+    assert task_state is not None
+    return task_state.task.spec or {}
+
+
 def _spec(app: AppTest) -> AgentSpec:
     return app.session_state[state._SPEC]
 
@@ -223,14 +235,7 @@ def test_the_spec_saved_here_is_what_the_stepper_creates_tasks_with(
 
     _create_task_on_stepper(app, "add 2 and 3")
 
-    store = SQLiteStore(str(db_path))
-    try:
-        (summary,) = store.list_tasks()
-        task_state = store.load_task(summary.task_id)
-    finally:
-        store.close()
-    assert task_state is not None
-    recorded = task_state.task.spec or {}
+    recorded = _only_task_spec(db_path)
     assert (recorded["provider"], recorded["model"], recorded["base_url"]) == (
         "openai",
         "mistral-7b",
@@ -484,14 +489,7 @@ def test_the_model_and_prices_outlive_a_reload_and_a_server_restart(
 
     # What the issue was about: the stepper's new tasks use the saved model, not the demo.
     _create_task_on_stepper(restarted, "add 2 and 3")
-    store = SQLiteStore(db_path)
-    try:
-        (summary,) = store.list_tasks()
-        task_state = store.load_task(summary.task_id)
-    finally:
-        store.close()
-    assert task_state is not None
-    recorded = task_state.task.spec or {}
+    recorded = _only_task_spec(db_path)
     assert (recorded["provider"], recorded["model"], recorded["base_url"]) == (
         "openai",
         "qwen2.5",
