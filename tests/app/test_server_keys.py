@@ -21,6 +21,7 @@ from agent_core.llms import ChatMessage
 from agent_core.llms.openai import OpenAILLM
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
+from agent_core.trace import export_trace
 from components import runtime, state
 from components.settings_form import CUSTOM
 from tests.llm_servers import OpenAIServer, Reply
@@ -159,7 +160,9 @@ def test_a_key_typed_for_a_server_reaches_it_when_a_step_runs_and_is_written_now
     assert task_state is not None
     (output,) = task_state.completed_steps
     assert output.is_last and "5" in output.output
+    trace = export_trace(task_state)
     logged = caplog.text + "".join(capfd.readouterr())
     for key in (SERVER_KEY, OPENAI_KEY, ENV_KEY):
+        assert key not in trace
         assert _files_containing(tmp_path, key) == []  # the database, the workspaces, any file
         assert key not in logged
