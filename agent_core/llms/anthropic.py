@@ -157,16 +157,16 @@ class AnthropicLLM(SDKChatModel[anthropic.AsyncAnthropic, Message, RawMessageStr
     ) -> Usage:
         return self._usage(reply.prompt_tokens, reply.completion_tokens)
 
-    def _response_of(self, reply: Message, messages: Sequence[ChatMessage]) -> ChatResponse:
-        text = "".join(block.text for block in reply.content if isinstance(block, TextBlock))
+    def _response_of(self, completion: Message, messages: Sequence[ChatMessage]) -> ChatResponse:
+        text = "".join(block.text for block in completion.content if isinstance(block, TextBlock))
         calls = tuple(
             ToolCall(id=block.id, name=block.name, args=dict(block.input))
-            for block in reply.content
+            for block in completion.content
             if isinstance(block, ToolUseBlock)
         )
         message = ChatMessage(role="assistant", content=text, tool_calls=calls)
-        usage = self._usage(reply.usage.input_tokens, reply.usage.output_tokens)
-        return ChatResponse(message=message, usage=usage, model=reply.model or self.model)
+        usage = self._usage(completion.usage.input_tokens, completion.usage.output_tokens)
+        return ChatResponse(message=message, usage=usage, model=completion.model or self.model)
 
     def _usage(self, prompt_tokens: int, completion_tokens: int) -> Usage:
         usage = Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
