@@ -27,9 +27,24 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from agent_core.store import SQLiteStore
+from agent_core.types import TaskState
+
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app.py"
 TIMEOUT = 30
+
+
+def only_task_state(db_path: Path) -> TaskState:
+    """The one task in the database the app used, with its steps."""
+    store = SQLiteStore(db_path)
+    try:
+        (summary,) = store.list_tasks()
+        task_state = store.load_task(summary.task_id)
+    finally:
+        store.close()
+    assert task_state is not None
+    return task_state
 
 
 def new_app() -> AppTest:

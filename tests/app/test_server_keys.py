@@ -20,11 +20,12 @@ from streamlit.testing.v1 import AppTest
 from agent_core.llms import ChatMessage
 from agent_core.llms.openai import OpenAILLM
 from agent_core.spec import AgentSpec
-from agent_core.store import SQLiteStore
 from agent_core.trace import export_trace
 from components import runtime, state
 from components.settings_form import CUSTOM
 from tests.llm_servers import OpenAIServer, Reply
+
+from .conftest import only_task_state
 
 SERVER_KEY = "srv-key-Hq4tX9bN2wPe"
 OPENAI_KEY = "sk-typed-Lr7yU1cK5oVd"
@@ -151,13 +152,7 @@ def test_a_key_typed_for_a_server_reaches_it_when_a_step_runs_and_is_written_now
         _ok(run.click().run())
 
     assert _authorizations(server) == [f"Bearer {SERVER_KEY}"]  # and so the server answered
-    store = SQLiteStore(db_path)
-    try:
-        (summary,) = store.list_tasks()
-        task_state = store.load_task(summary.task_id)
-    finally:
-        store.close()
-    assert task_state is not None
+    task_state = only_task_state(db_path)
     (output,) = task_state.completed_steps
     assert output.is_last and "5" in output.output
     trace = export_trace(task_state)

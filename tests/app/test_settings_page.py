@@ -23,6 +23,8 @@ from agent_core.store import SQLiteStore
 from components import state
 from components.settings_form import CUSTOM, parse_prices
 
+from .conftest import only_task_state
+
 SECRET = "sk-test-Zq8vW3uYp1Lm"
 """A key that must never leave the session: not on the page, not on disk."""
 
@@ -40,14 +42,7 @@ def _open_settings(app: AppTest) -> AppTest:
 
 def _only_task_spec(db_path: Path) -> dict:
     """The spec recorded by the one task in the database."""
-    store = SQLiteStore(db_path)
-    try:
-        (summary,) = store.list_tasks()
-        task_state = store.load_task(summary.task_id)
-    finally:
-        store.close()
-    assert task_state is not None
-    return task_state.task.spec or {}
+    return only_task_state(db_path).task.spec or {}
 
 
 def _spec(app: AppTest) -> AgentSpec:
