@@ -11,6 +11,7 @@ refuse to run inside a live loop (use the `a`-prefixed twin there).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import copy
 import json
 import threading
@@ -32,7 +33,7 @@ from agent_core._queue import (
     pick_step,
     step_of,
 )
-from agent_core._runtime import on_runtime_thread, run_sync, runs_on_runtime
+from agent_core._runtime import on_runtime_thread, run_sync, runs_on_runtime, submit
 from agent_core._worker_state import dump_state, merge_state
 from agent_core.breakpoints import Breakpoint, RunUntilResult
 from agent_core.effects import revert_effects, step_context
@@ -708,11 +709,54 @@ class AgentRunner:
         *,
         stop: Breakpoint | Iterable[Breakpoint] | None = None,
         max_steps: int | None = None,
+        resume: bool = False,
     ) -> RunUntilResult:
         """Run steps until the last step, a tool call awaiting approval, an error or a breakpoint.
 
         `stop` holds breakpoints checked before each step; `max_steps` bounds this call.
+        `resume=True` is a debugger's continue: the first step runs even if a breakpoint
+        stands on it (a tool call awaiting approval still stops).
         """
+        return await self._run_until(task_id, stop, max_steps, resume=resume, stream=False)
+
+    def run_until(
+        self,
+        task_id: str,
+        *,
+        stop: Breakpoint | Iterable[Breakpoint] | None = None,
+        max_steps: int | None = None,
+        resume: bool = False,
+    ) -> RunUntilResult:
+        """Sync twin of `arun_until`."""
+        coro = self.arun_until(task_id, stop=stop, max_steps=max_steps, resume=resume)
+        return run_sync(coro, name="run_until")
+
+    def start_until(
+        self,
+        task_id: str,
+        *,
+        stop: Breakpoint | Iterable[Breakpoint] | None = None,
+        max_steps: int | None = None,
+        resume: bool = False,
+    ) -> concurrent.futures.Future[RunUntilResult]:
+        """Start `run_until` in the runtime and return at once; its steps stream as they run.
+
+        Each step is a `StepRun` that `running_steps` finds, so a page can show it and stop
+        it. Cancelling the returned future stops the run: the step running then goes back
+        to upcoming, untouched.
+        """
+        self._task_state(task_id)  # An unknown task is an error now, not in the future.
+        return submit(self._run_until(task_id, stop, max_steps, resume=resume, stream=True))
+
+    async def _run_until(
+        self,
+        task_id: str,
+        stop: Breakpoint | Iterable[Breakpoint] | None,
+        max_steps: int | None,
+        *,
+        resume: bool,
+        stream: bool,
+    ) -> RunUntilResult:
         breakpoints = [stop] if callable(stop) else list(stop or [])
         result = RunUntilResult(reason="no_step")
         while True:
@@ -724,30 +768,20 @@ class AgentRunner:
                 step = pick_step(state, None)
             except UserError as exc:
                 return result.model_copy(update={"reason": "no_step", "detail": str(exc)})
-            hit = next((why for bp in breakpoints if (why := bp(state, step))), None)
+            checked = breakpoints if result.outputs or not resume else []
+            hit = next((why for bp in checked if (why := bp(state, step))), None)
             if hit:
                 return result.model_copy(update={"reason": "breakpoint", "detail": hit})
             if step.needs_approval:
                 detail = f"step {step.step_id} is a tool call awaiting approval"
                 return result.model_copy(update={"reason": "tool_approval", "detail": detail})
             try:
-                output = await self.arun_step(task_id, step.step_id)
+                output = await self._arun_step(task_id, step.step_id, None, {}, stream=stream)
             except StepError as exc:
                 return result.model_copy(update={"reason": "error", "detail": str(exc)})
             result.outputs.append(output)
             if output.is_last:
                 return result.model_copy(update={"reason": "last_step"})
-
-    def run_until(
-        self,
-        task_id: str,
-        *,
-        stop: Breakpoint | Iterable[Breakpoint] | None = None,
-        max_steps: int | None = None,
-    ) -> RunUntilResult:
-        """Sync twin of `arun_until`."""
-        coro = self.arun_until(task_id, stop=stop, max_steps=max_steps)
-        return run_sync(coro, name="run_until")
 
     # ------------------------------------------------------------- steering and undo
 

@@ -14,11 +14,11 @@ from typing import Any
 import streamlit as st
 
 from agent_core import AtStep, CostOver, OnTool, ParallelAgentRunner, StepRun
-from agent_core.breakpoints import Breakpoint, RunUntilResult
+from agent_core.breakpoints import Breakpoint
 from agent_core.errors import AgentCoreError, UserCodeError
 from agent_core.llms.scripted import HumanLLM
 from agent_core.types import StepStatus, TaskState, TaskStatus
-from components import runtime, state
+from components import run_until_job, runtime, state
 from components.actions import attempt, show_message, show_notice
 from components.dag_view import render_dag
 from components.live_step import render_live_step, watch_live_steps
@@ -37,11 +37,6 @@ TASK_PARAM = "task"
 _SHOWN_STATUSES = (StepStatus.COMPLETED, StepStatus.UNDONE)
 _RUNNABLE = (TaskStatus.ACTIVE, TaskStatus.FAILED)
 """Task statuses whose steps can still run (a failed step waits to be fixed and retried)."""
-_STOP_REASONS = {
-    "last_step": "the last step ran; finalize the task",
-    "tool_approval": "a tool call awaits your approval",
-    "max_steps": "the step limit was reached",
-}
 
 
 def _current_task_id() -> str | None:
@@ -99,29 +94,9 @@ def _breakpoints() -> list[Breakpoint]:
     return chosen
 
 
-def _run_until(runner: ParallelAgentRunner, task_id: str, stops: list[Breakpoint]) -> None:
-    result = runner.run_until(task_id, stop=stops)
-    if result.reason == "breakpoint" and not result.outputs:
-        # Stopped here already: like a debugger's "continue", run past this step, then go on.
-        # (max_steps=1 still stops at a tool call awaiting approval: it is never auto-approved.)
-        first = runner.run_until(task_id, max_steps=1)
-        result = first
-        if first.reason == "max_steps":
-            rest = runner.run_until(task_id, stop=stops)
-            result = rest.model_copy(update={"outputs": [*first.outputs, *rest.outputs]})
-    _report_run(result)
-
-
-def _report_run(result: RunUntilResult) -> None:
-    ran = f"Ran {len(result.outputs)} step{'s' if len(result.outputs) != 1 else ''}; stopped: "
-    if result.reason == "error":
-        state.push_notice("error", ran + "a step failed. " + result.detail)
-        return
-    why = _STOP_REASONS.get(result.reason) or result.detail or result.reason
-    state.push_notice("info", ran + why + ".")
-
-
-def _controls(runner: ParallelAgentRunner, task_state: TaskState, *, active: bool) -> None:
+def _controls(
+    runner: ParallelAgentRunner, task_state: TaskState, *, active: bool, until_running: bool
+) -> None:
     task_id = task_state.task_id
     last = task_state.last_output
     columns = st.columns(6)
@@ -134,9 +109,13 @@ def _controls(runner: ParallelAgentRunner, task_state: TaskState, *, active: boo
         with st.spinner("Running the ready steps…"):
             attempt(lambda: runner.run_steps_in_queue(task_id))
         st.rerun()
-    if columns[1].button("Run until", disabled=not active, help="Set stops under Breakpoints."):
-        with st.spinner("Running until a stop…"):
-            attempt(lambda: _run_until(runner, task_id, stops))
+    if columns[1].button(
+        "Run until",
+        disabled=not active or until_running,
+        help="Runs steps until a stop you set under Breakpoints, the last step, or a tool call "
+        "awaiting approval. It goes on if you reload; Stop run until ends it.",
+    ):
+        attempt(lambda: run_until_job.start(runner, task_id, stops))
         st.rerun()
     if columns[2].button("Undo", disabled=not active or not task_state.completed):
         attempt(lambda: runner.undo_step(task_id), success="Undid the last step.")
@@ -258,7 +237,8 @@ def _task_view(task_id: str) -> None:
     _header(task_state)
     if problem is not None:
         _problem(problem)
-    _controls(runner, task_state, active=active)
+    until_running = run_until_job.render_running(task_id)
+    _controls(runner, task_state, active=active, until_running=until_running)
     left, right = st.columns([3, 2], gap="large")
     with left:
         watched = _upcoming(runner, task_state, active=active)
@@ -271,13 +251,17 @@ def _task_view(task_id: str) -> None:
         if problem is None:
             _memory(runner, task_state)
     watch_live_steps(watched)  # Last: the rest of the page is drawn while a step streams.
+    if until_running:
+        run_until_job.wait_while_running(runner, task_id, {run.step_id for run, _ in watched})
     if runner.get_task_state(task_id).version != task_state.version:
         st.rerun()  # A step ended while the page was drawn: show what it left.
 
 
 state.load_saved_settings()  # Before the notice: a saved setting that cannot be read says so.
-show_notice()
 current = _current_task_id()
+if current is not None:
+    run_until_job.report_finished(current)  # Before the notice: this page run shows it.
+show_notice()
 if current is None:
     render_create_form()
 else:

@@ -238,3 +238,40 @@ def test_stream_step_from_a_consumer_that_stops_early_still_commits() -> None:
     while agent.running_steps(task_id) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert agent.get_completed_steps(task_id)[-1].is_last
+
+
+def test_start_until_streams_its_steps_and_cancelling_it_returns_the_step() -> None:
+    model = SlowModel()
+    replies = iter(['Thought: add.\nAction: add\nAction Input: {"a": 1, "b": 2}'])
+
+    async def reply(messages: list[ChatMessage], tools: list[ToolSpec]) -> str:
+        return next(replies, None) or await model.reply(messages, tools)
+
+    tools = [FunctionTool.from_defaults(add)]
+    agent = AgentRunner(ReActAgentWorker.from_tools(tools, llm=FunctionLLM(reply)))
+    task_id = agent.create_task("q").task_id
+
+    job = agent.start_until(task_id)
+    assert model.started.wait(5)  # The first step ran; the second waits on the model.
+    (run,) = agent.running_steps(task_id)
+    assert run.events_since(0, timeout=0)[0].kind == "step_started"  # Watchable.
+    job.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        job.result(timeout=5)
+
+    assert len(agent.get_completed_steps(task_id)) == 1
+    step = agent.get_upcoming_steps(task_id)[0]
+    assert step.step_id == run.step_id and step.status is StepStatus.UPCOMING
+    model.gate.set()
+    assert agent.start_until(task_id).result(timeout=5).reason == "last_step"
+
+
+def test_run_until_resume_runs_past_the_breakpoint_it_stands_on() -> None:
+    agent = AgentRunner(ReActAgentWorker.from_tools([], llm=ScriptedLLM([ANSWER])))
+    task_id = agent.create_task("q").task_id
+
+    def everywhere(state: object, step: object) -> str:
+        return "breakpoint: on every step"
+
+    assert agent.run_until(task_id, stop=everywhere).reason == "breakpoint"
+    assert agent.run_until(task_id, stop=everywhere, resume=True).reason == "last_step"

@@ -190,3 +190,32 @@ def test_stop_ends_a_streaming_step_and_it_can_run_again(page: Page) -> None:
 @pytest.fixture(autouse=True)
 def _artifacts() -> None:
     Path(ARTIFACTS).mkdir(exist_ok=True)
+
+
+def endless_adding_policy(body: dict[str, Any]) -> Reply:
+    """An agent that never stops calling `add`, slowly: Run until must be stoppable."""
+    return Reply(tool_calls=[ReplyToolCall("add", {"a": 1, "b": 1})], delay_s=1.0)
+
+
+def test_run_until_goes_on_after_a_reload_and_stop_ends_it(page: Page) -> None:
+    with OpenAIServer(policy=endless_adding_policy) as server:
+        use_server(page, server)
+        create_task(page, "Keep adding.")
+        click(page, "Run until")
+        page.get_by_text("Run until is running").first.wait_for(timeout=20_000)
+        assert server.wait_until(lambda: len(server.model_requests) >= 2, timeout=20)
+
+        page.reload()
+
+        page.get_by_text("Run until is running").first.wait_for(timeout=20_000)
+        before = len(server.model_requests)
+        assert server.wait_until(lambda: len(server.model_requests) > before, timeout=10)
+        page.screenshot(path=ARTIFACTS / "run-until-after-reload.png", full_page=True)
+        click(page, "Stop run until")
+
+        page.get_by_text("Stopped Run until").first.wait_for(timeout=20_000)
+        expect(page.get_by_text("Run until is running")).to_have_count(0)
+        stopped_at = len(server.model_requests)
+        page.wait_for_timeout(1_500)
+        assert len(server.model_requests) == stopped_at  # Nothing runs on after Stop.
+        assert page.get_by_text("failed").count() == 0
