@@ -1,8 +1,9 @@
-"""Shared pieces for runtime tests: the seed's arithmetic tools and a ReAct agent on them."""
+"""Shared pieces for runtime tests: the seed's arithmetic tools, a ReAct agent on them, Ctrl-C."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -61,3 +62,11 @@ def make_agent(tools: list[FunctionTool]) -> MakeAgent:
         return runner(worker, **kwargs), llm
 
     return make
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """Python's own Ctrl-C handler, even where SIGINT is ignored (a CI job in the background)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

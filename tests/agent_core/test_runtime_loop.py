@@ -36,7 +36,9 @@ class SlowModel:
 
     async def reply(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> str:
         self.started.set()
-        while not self.gate.is_set():  # noqa: ASYNC110 - a thread opens the gate
+        deadline = time.monotonic() + 20  # A test that never opens the gate fails, not hangs.
+        while not self.gate.is_set():
+            assert time.monotonic() < deadline, "the test never opened the gate"
             await asyncio.sleep(0.005)
         self.finished.append(messages[-1].content)
         return ANSWER
@@ -105,6 +107,7 @@ def test_a_tool_in_a_worker_thread_may_not_call_a_sync_twin() -> None:
     assert agent.get_upcoming_steps(other)[0].status is StepStatus.UPCOMING
 
 
+@pytest.mark.usefixtures("ctrl_c")
 def test_an_interrupted_run_step_is_cancelled_and_drained_not_resumed_later() -> None:
     agent, model = slow_runner()
     task_id = agent.create_task("first").task_id
