@@ -62,10 +62,16 @@ def start(runner: ParallelAgentRunner, task_id: str, stops: list[Breakpoint]) ->
 
 
 def render_running(task_id: str) -> bool:
-    """Say that Run until is running, with a button to stop it; whether it is running."""
+    """Say that Run until is running, with a button to stop it.
+
+    Returns whether the task has a job to watch, or one that ended after this page run
+    began and whose report the next rerun shows.
+    """
     job = _job(task_id)
-    if job is None or job.done():
+    if job is None:
         return False
+    if job.done():
+        return True  # Ended since `report_finished` looked: `wait_while_running` reruns.
     with st.container(border=True):
         st.markdown("**Run until is running** · each step appears below as it runs")
         if st.button(
