@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractContextManager, aclosing
 from typing import Any, Generic, TypeVar
 
@@ -45,7 +45,7 @@ class SDKChatModel(ABC, Generic[ClientT, CompletionT, EventT]):
         model: str,
         *,
         client: ClientT | None,
-        build_client: Any,
+        build_client: Callable[[], ClientT],
         prices: PriceTable | None,
         retry_policy: RetryPolicy,
     ) -> None:

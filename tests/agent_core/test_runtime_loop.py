@@ -50,6 +50,18 @@ def slow_runner() -> tuple[AgentRunner, SlowModel]:
     return AgentRunner(worker), model
 
 
+def add_then_slow_runner() -> tuple[AgentRunner, SlowModel]:
+    """An agent whose first step calls `add` at once and whose next step waits on the gate."""
+    model = SlowModel()
+    replies = iter(['Thought: add.\nAction: add\nAction Input: {"a": 1, "b": 2}'])
+
+    async def reply(messages: list[ChatMessage], tools: list[ToolSpec]) -> str:
+        return next(replies, None) or await model.reply(messages, tools)
+
+    tools = [FunctionTool.from_defaults(add)]
+    return AgentRunner(ReActAgentWorker.from_tools(tools, llm=FunctionLLM(reply))), model
+
+
 def test_steps_run_on_one_loop_whichever_thread_or_loop_calls() -> None:
     loops: list[asyncio.AbstractEventLoop] = []
 
@@ -189,14 +201,7 @@ def test_start_step_raises_at_once_when_the_step_cannot_start() -> None:
 
 
 def test_stop_records_the_step_as_failed_keeps_the_rest_and_it_can_run_again() -> None:
-    model = SlowModel()
-    replies = iter(['Thought: add.\nAction: add\nAction Input: {"a": 1, "b": 2}'])
-
-    async def reply(messages: list[ChatMessage], tools: list[ToolSpec]) -> str:
-        return next(replies, None) or await model.reply(messages, tools)
-
-    tools = [FunctionTool.from_defaults(add)]
-    agent = AgentRunner(ReActAgentWorker.from_tools(tools, llm=FunctionLLM(reply)))
+    agent, model = add_then_slow_runner()
     task_id = agent.create_task("q").task_id
     agent.run_step(task_id)  # completed: it called add
     run = agent.start_step(task_id)
@@ -244,14 +249,7 @@ def test_stream_step_from_a_consumer_that_stops_early_still_commits() -> None:
 
 
 def test_start_until_streams_its_steps_and_cancelling_it_returns_the_step() -> None:
-    model = SlowModel()
-    replies = iter(['Thought: add.\nAction: add\nAction Input: {"a": 1, "b": 2}'])
-
-    async def reply(messages: list[ChatMessage], tools: list[ToolSpec]) -> str:
-        return next(replies, None) or await model.reply(messages, tools)
-
-    tools = [FunctionTool.from_defaults(add)]
-    agent = AgentRunner(ReActAgentWorker.from_tools(tools, llm=FunctionLLM(reply)))
+    agent, model = add_then_slow_runner()
     task_id = agent.create_task("q").task_id
 
     job = agent.start_until(task_id)
