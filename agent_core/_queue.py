@@ -36,8 +36,10 @@ def step_of(state: TaskState, step_id: str) -> TaskStep:
     if step is None:
         upcoming = ", ".join(state.queue) or "none"
         raise StepNotFoundError(
-            f"task {short_id(state.task_id)} has no step {step_id!r}; its upcoming steps "
-            f"are: {upcoming}"
+            f"task {short_id(state.task_id)} has no step {step_id!r}",
+            hint=f"its upcoming steps are: {upcoming}",
+            task_id=state.task_id,
+            step_id=step_id,
         )
     return step
 
@@ -55,7 +57,11 @@ def check_runnable(state: TaskState, step: TaskStep) -> None:
     if not is_claimable(step):
         raise ConflictError(
             f"step {step.step_id} of task {short_id(state.task_id)} is already running "
-            f"({step.claimed_by or 'in this process'}); wait for it to finish"
+            f"({step.claimed_by or 'in this process'})",
+            hint="wait for it to finish",
+            remedy="wait",
+            task_id=state.task_id,
+            step_id=step.step_id,
         )
     waiting = [
         dep
@@ -64,7 +70,11 @@ def check_runnable(state: TaskState, step: TaskStep) -> None:
     ]
     if waiting:
         raise NotReadyError(
-            f"step {step.step_id} waits for steps {', '.join(waiting)} to complete; run those first"
+            f"step {step.step_id} waits for steps {', '.join(waiting)} to complete",
+            hint="run those first",
+            waiting_on=waiting,
+            task_id=state.task_id,
+            step_id=step.step_id,
         )
 
 
@@ -75,8 +85,11 @@ def pick_step(state: TaskState, step_id: str | None) -> TaskStep:
         if step_id not in state.queue:
             raise NothingToRunError(
                 f"step {step_id} of task {short_id(state.task_id)} is {step.status.value}; "
-                "only upcoming or failed steps can run (undo_step makes a completed one "
-                "upcoming again)"
+                "only upcoming or failed steps can run",
+                hint="undo_step() makes a completed one upcoming again",
+                remedy="undo",
+                task_id=state.task_id,
+                step_id=step_id,
             )
         check_runnable(state, step)
         return step
@@ -94,18 +107,27 @@ def nothing_to_run(state: TaskState) -> UserError:
         last = state.last_output
         if last is not None and last.is_last:
             return NothingToRunError(
-                f"task {task} has no upcoming step; it finished at step "
-                f"{last.task_step.number} — call finalize_response(), or undo_step() to go back"
+                f"task {task} has no upcoming step; it finished at step {last.task_step.number}",
+                hint="call finalize_response(), or undo_step() to go back",
+                remedy="finalize",
+                task_id=state.task_id,
             )
         return NothingToRunError(
-            f"task {task} has no upcoming step; undo_step() goes back, create_task() starts over"
+            f"task {task} has no upcoming step",
+            hint="undo_step() goes back, create_task() starts over",
+            remedy="undo" if state.completed else "new_task",
+            task_id=state.task_id,
         )
     if any(not is_claimable(state.steps[s]) for s in state.queue):
         return ConflictError(
-            f"every ready step of task {task} is already running; wait for it to finish"
+            f"every ready step of task {task} is already running",
+            hint="wait for it to finish",
+            remedy="wait",
+            task_id=state.task_id,
         )
     return NotReadyError(
-        f"no upcoming step of task {task} is ready: each waits on steps not completed yet"
+        f"no upcoming step of task {task} is ready: each waits on steps not completed yet",
+        task_id=state.task_id,
     )
 
 

@@ -19,8 +19,8 @@ __all__ = ["link_feedback", "undo_last"]
 logger = logging.getLogger(__name__)
 
 
-def undo_last(state: TaskState, change: TaskChange) -> None:
-    """Undo the task's last completed step, recording what changed in `change`."""
+def undo_last(state: TaskState, change: TaskChange) -> TaskStep:
+    """Undo the task's last completed step, recording what changed in `change`; return it."""
     step_id = state.completed.pop()
     step = state.steps[step_id]
     snapshot = state.snapshots.pop(step_id)
@@ -44,6 +44,7 @@ def undo_last(state: TaskState, change: TaskChange) -> None:
     else:
         touched = _requeue(state, step, change)
     _record(change, state, [step, *touched])
+    return step
 
 
 def _requeue(state: TaskState, step: TaskStep, change: TaskChange) -> list[TaskStep]:

@@ -2,18 +2,25 @@
 
 A breakpoint is any callable `(state, next_step) -> str | None`: it returns why it stops the
 run, or None to let the step run. The ones here cover the UI's choices.
+
+A tool breakpoint must stop before the call, but a ReAct or function-calling step both
+reasons and acts. So a breakpoint may also hold calls (`holds_tool`): `run_until` hands that
+test to the worker, which then proposes a matching call as its own `tool` step instead of
+running it, and the run stops before that step, where the call can be edited or rejected.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from agent_core.types import StepKind, TaskState, TaskStep, TaskStepOutput
 
 __all__ = [
+    "HOLD_TOOL",
     "AtStep",
     "Breakpoint",
     "CostOver",
@@ -21,7 +28,11 @@ __all__ = [
     "RunUntilResult",
     "StopReason",
     "TokensOver",
+    "tool_hold",
 ]
+
+HOLD_TOOL = "hold_tool"
+"""The `arun_step` keyword holding the tool-breakpoint test, `(tool name) -> bool`."""
 
 StopReason = Literal["last_step", "tool_approval", "error", "breakpoint", "max_steps", "no_step"]
 
@@ -43,32 +54,40 @@ def _tool_of(step: TaskStep) -> str | None:
 
 @dataclass(frozen=True)
 class OnTool:
-    """Stop before a tool step (any tool, or only `name`), and after a step that called it."""
+    """Stop before a call of any tool, or only of the tool `name`, runs."""
 
     name: str | None = None
 
+    def holds_tool(self, tool: str) -> bool:
+        """Whether a call of `tool` must wait as its own step (not run inside a reasoning step)."""
+        return self.name in (None, tool)
+
     def __call__(self, state: TaskState, next_step: TaskStep) -> str | None:
-        """Stop at a matching tool step, or right after a step whose calls matched."""
+        """Stop at a matching tool step.
+
+        A worker that runs tools inside its steps and cannot hold them (a custom one) is
+        stopped right after a step whose calls matched: as early as it allows.
+        """
         tool = _tool_of(next_step)
-        if tool is not None and self.name in (None, tool):
+        if tool is not None and self.holds_tool(tool):
             return f"breakpoint: before tool step {tool!r}"
         last = state.last_output
         if last is not None and last.task_step.kind is not StepKind.TOOL:
             for call in last.tool_calls:
-                if self.name in (None, call.tool_name):
+                if not call.is_error and self.holds_tool(call.tool_name):
                     return f"breakpoint: step {last.task_step.number} called {call.tool_name!r}"
         return None
 
 
 @dataclass(frozen=True)
 class AtStep:
-    """Stop once the task has completed `number` steps."""
+    """Stop when the task has completed exactly `number` steps (a later run goes past it)."""
 
     number: int
 
     def __call__(self, state: TaskState, next_step: TaskStep) -> str | None:
-        """Stop when the completed-step count has reached `number`."""
-        if len(state.completed) >= self.number:
+        """Stop when the completed-step count is `number`."""
+        if len(state.completed) == self.number:
             return f"breakpoint: reached step {self.number}"
         return None
 
@@ -99,6 +118,16 @@ class TokensOver:
         if used > self.tokens:
             return f"breakpoint: {used} tokens is over {self.tokens}"
         return None
+
+
+def tool_hold(breakpoints: Sequence[Breakpoint]) -> dict[str, Any]:
+    """The `arun_step` keywords that make a worker hold the calls `breakpoints` stop before."""
+    holds: list[Callable[[str], object]] = [
+        hold for bp in breakpoints if callable(hold := getattr(bp, "holds_tool", None))
+    ]
+    if not holds:
+        return {}
+    return {HOLD_TOOL: lambda tool: any(hold(tool) for hold in holds)}
 
 
 class RunUntilResult(BaseModel):

@@ -11,7 +11,7 @@ from typing import Any
 
 from agent_core._queue import is_claimable, nothing_to_run
 from agent_core._runtime import run_sync, runs_on_runtime
-from agent_core.errors import StepError
+from agent_core.errors import StepError, UserError
 from agent_core.runner import AgentRunner
 from agent_core.types import TaskStepOutput
 from agent_core.workers.base import BaseAgentWorker
@@ -39,7 +39,7 @@ class ParallelAgentRunner(AgentRunner):
     ) -> None:
         super().__init__(agent_worker, **kwargs)
         if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+            raise UserError(f"max_concurrency must be at least 1, got {max_concurrency}")
         self.max_concurrency = max_concurrency
 
     def _ready_step_ids(self, task_id: str) -> list[str]:

@@ -35,13 +35,14 @@ from agent_core._queue import (
 )
 from agent_core._runtime import on_runtime_thread, run_sync, runs_on_runtime, submit
 from agent_core._worker_state import dump_state, merge_state
-from agent_core.breakpoints import Breakpoint, RunUntilResult
+from agent_core.breakpoints import Breakpoint, RunUntilResult, tool_hold
 from agent_core.effects import revert_effects, step_context
 from agent_core.errors import (
     AgentCoreError,
     ConflictError,
     InputTooLargeError,
     NothingToRunError,
+    Remedy,
     StepError,
     TaskNotActiveError,
     TaskNotFoundError,
@@ -144,14 +145,18 @@ class AgentRunner:
         if version is None:
             self.state.task_dict.pop(task_id, None)
             raise TaskNotFoundError(
-                f"no task with id {task_id!r} in this runner's store; list_tasks() shows the "
-                "tasks there, create_task() makes a new one"
+                f"no task with id {task_id!r} in this runner's store",
+                hint="list_tasks() shows the tasks there, create_task() makes a new one",
+                remedy="new_task",
+                task_id=task_id,
             )
         if cached is not None and cached.version == version:
             return cached
         loaded = self.store.load_task(task_id)
         if loaded is None:
-            raise TaskNotFoundError(f"task {task_id!r} was deleted while being read")
+            raise TaskNotFoundError(
+                f"task {task_id!r} was deleted while being read", remedy="new_task", task_id=task_id
+            )
         self.state.task_dict[task_id] = loaded
         return loaded
 
@@ -171,9 +176,10 @@ class AgentRunner:
         size = len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
         if size > self.max_input_chars:
             raise InputTooLargeError(
-                f"{what} is {size:,} characters; the limit is {self.max_input_chars:,}. "
-                "Shorten it, or put large material in a file a tool can read "
-                "(the limit is AgentRunner(max_input_chars=...))"
+                f"{what} is {size:,} characters; the limit is {self.max_input_chars:,}",
+                hint="shorten it, or put large material in a file a tool can read (the limit "
+                "is AgentRunner(max_input_chars=...))",
+                remedy="shorten",
             )
 
     @staticmethod
@@ -186,16 +192,19 @@ class AgentRunner:
 
     @staticmethod
     def _check_active(state: TaskState, action: str) -> None:
-        status = state.task.status
-        if status is TaskStatus.ABANDONED:
+        task = state.task
+        why = {
+            TaskStatus.ABANDONED: "was abandoned",
+            TaskStatus.COMPLETED: "is finished (finalized)",
+        }.get(task.status)
+        if task.imported:
+            why = "is an imported copy, read only"
+        if why is not None:
             raise TaskNotActiveError(
-                f"task {short_id(state.task_id)} was abandoned, so it cannot {action}; its steps "
-                "stay for inspection — create a new task to continue"
-            )
-        if status is TaskStatus.COMPLETED:
-            raise TaskNotActiveError(
-                f"task {short_id(state.task_id)} is finished (finalized), so it cannot {action}; "
-                "create a new task to go on"
+                f"task {short_id(state.task_id)} {why}, so it cannot {action}",
+                hint="its steps stay for inspection; create_task() starts a new task",
+                remedy="new_task",
+                task_id=state.task_id,
             )
 
     # ------------------------------------------------------------------------ tasks
@@ -320,7 +329,9 @@ class AgentRunner:
         state = self._task_state(task_id)
         if state.last_output is None:
             raise NothingToRunError(
-                f"task {short_id(task_id)} has no completed step yet; run_step() runs one"
+                f"task {short_id(task_id)} has no completed step yet",
+                hint="run_step() runs one",
+                task_id=task_id,
             )
         return state.last_output
 
@@ -337,22 +348,48 @@ class AgentRunner:
         """Change an upcoming step's input without running it (the proposal is kept)."""
         self._check_input_type(input)
         self._check_size(input, "the step input")
-        return self._change_upcoming(
-            task_id, step_id, "edited", lambda _, step: step.set_input(input)
-        )
+
+        def edit(state: TaskState, step: TaskStep) -> TaskChange:
+            step.set_input(input)
+            return TaskChange(state=state, base_version=state.version, steps=[step])
+
+        return self._change_upcoming(task_id, step_id, "edited", edit)
 
     def skip_step(self, task_id: str, step_id: str) -> TaskStep:
-        """Leave an upcoming step out: it never runs, and steps depending on it may go on."""
+        """Leave an upcoming step out: it never runs, and steps depending on it may go on.
 
-        def skip(state: TaskState, step: TaskStep) -> None:
-            state.queue.remove(step.step_id)
-            step.status = StepStatus.SKIPPED
-            step.finished_at = utcnow()
+        A skip is a step of history: it gets a number, and `undo_step` brings the step back.
+        """
+        return self._change_upcoming(task_id, step_id, "skipped", self._skip)
 
-        return self._change_upcoming(task_id, step_id, "skipped", skip)
+    @staticmethod
+    def _skip(state: TaskState, step: TaskStep) -> TaskChange:
+        memory = state.task.memory
+        snapshot = StepSnapshot(
+            step_id=step.step_id,
+            memory=memory.apply(memory.staged()),
+            extra_state_json=state._extra_state_json or "{}",
+        )
+        mark_completed(state, step, [])
+        step.status = StepStatus.SKIPPED
+        output = TaskStepOutput(task_step=step)
+        state.outputs[step.step_id] = output
+        state.snapshots[step.step_id] = snapshot
+        return TaskChange(
+            state=state,
+            base_version=state.version,
+            steps=[step],
+            outputs=[output],
+            snapshots=[snapshot],
+            memory=_memory_write(snapshot, memory),
+        )
 
     def _change_upcoming(
-        self, task_id: str, step_id: str, verb: str, change: Callable[[TaskState, TaskStep], None]
+        self,
+        task_id: str,
+        step_id: str,
+        verb: str,
+        change: Callable[[TaskState, TaskStep], TaskChange],
     ) -> TaskStep:
         """Apply `change` to an upcoming (or failed) step that is not running, and commit."""
         state = self._task_state(task_id)
@@ -363,21 +400,30 @@ class AgentRunner:
             if step_id not in state.queue or running:
                 status = "running" if running else step.status.value
                 raise UserError(
-                    f"step {step_id} is {status}; only upcoming or failed steps can be {verb}"
+                    f"step {step_id} is {status}; only upcoming or failed steps can be {verb}",
+                    remedy="wait" if running else None,
+                    task_id=task_id,
+                    step_id=step_id,
                 )
-            change(state, step)
-            self._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
+            self._commit(state, change(state, step))
         return step
 
     # ---------------------------------------------------------------------- running
 
-    def _claim(self, state: TaskState, step_id: str | None, input: StepInput) -> TaskStep:
+    def _claim(
+        self,
+        state: TaskState,
+        step_id: str | None,
+        input: StepInput,
+        rejection: str | None = None,
+    ) -> TaskStep:
         """Mark the step running here; the store hears of it from `_store_claim`, if at all."""
         with self._lock(state.task_id):
             self._check_active(state, "run")
             step = pick_step(state, step_id)
             if input is not None:
                 step.set_input(input)
+            step.rejection = rejection
             step.status = StepStatus.RUNNING
             step.attempts += 1
             step.claimed_by = self._owner
@@ -409,12 +455,16 @@ class AgentRunner:
         *,
         stream: bool = False,
         on_run: Callable[[StepRun], None] | None = None,
+        rejection: str | None = None,
     ) -> TaskStepOutput:
-        """Claim and run one step on the runtime loop; `stream` records its events."""
+        """Claim and run one step on the runtime loop; `stream` records its events.
+
+        `rejection` is a person's reason for refusing the step's tool call (`reject_step`).
+        """
         self._check_input_type(input)
         self._check_size(input, "the step input")
         state = self._task_state(task_id)
-        step = self._claim(state, step_id, input)
+        step = self._claim(state, step_id, input, rejection)
         run = StepRun(task_id, step.step_id, asyncio.current_task())
         LIVE_RUNS.add(run)
         if on_run is not None:
@@ -522,13 +572,14 @@ class AgentRunner:
         message = str(exc) if isinstance(exc, AgentCoreError) else f"{type(exc).__name__}: {exc}"
         # Model text can hold lone surrogates, which no store can encode.
         message = message.encode("utf-8", "replace").decode("utf-8")
-        text = (
-            f"step {step.step_id} of task {short_id(state.task_id)} failed: {message}. "
-            "Nothing completed was lost; edit the step's input and run it again, or undo_step()"
-        )
+        cause = exc.cause if isinstance(exc, StepError) else message
+        text = f"step {step.step_id} of task {short_id(state.task_id)} failed: {message}"
         # A worker's own StepError (a PlanError with its raw text...) keeps its type and fields.
         error = copy.copy(exc) if isinstance(exc, StepError) else StepError(text)
         error.args = (text,)
+        error.message, error.cause = text, cause
+        error.hint = _STEP_FAILED_HINT
+        error.remedy = error.remedy or _remedy_of(exc)
         error.task_id, error.step_id = state.task_id, step.step_id
         for _ in range(_FAIL_COMMIT_TRIES):
             try:
@@ -693,8 +744,8 @@ class AgentRunner:
                 f"step {step.step_id} is a {step.kind.value} step; only a tool call awaiting "
                 "approval can be rejected"
             )
-        rejection = {**step.input, "rejected": message or "no reason given"}
-        return await self.arun_step(task_id, step.step_id, rejection)
+        reason = message.strip() or "no reason given"
+        return await self._arun_step(task_id, step.step_id, None, {}, rejection=reason)
 
     def reject_step(
         self, task_id: str, step_id: str | None = None, *, message: str = ""
@@ -758,6 +809,7 @@ class AgentRunner:
         stream: bool,
     ) -> RunUntilResult:
         breakpoints = [stop] if callable(stop) else list(stop or [])
+        kwargs = tool_hold(breakpoints)
         result = RunUntilResult(reason="no_step")
         while True:
             if max_steps is not None and len(result.outputs) >= max_steps:
@@ -776,7 +828,7 @@ class AgentRunner:
                 detail = f"step {step.step_id} is a tool call awaiting approval"
                 return result.model_copy(update={"reason": "tool_approval", "detail": detail})
             try:
-                output = await self._arun_step(task_id, step.step_id, None, {}, stream=stream)
+                output = await self._arun_step(task_id, step.step_id, None, kwargs, stream=stream)
             except StepError as exc:
                 return result.model_copy(update={"reason": "error", "detail": str(exc)})
             result.outputs.append(output)
@@ -797,8 +849,10 @@ class AgentRunner:
             if last is not None and last.is_last and not state.queue:
                 raise NothingToRunError(
                     f"task {short_id(task_id)} already finished at step {last.task_step.number}, "
-                    "so no step would read the feedback; undo_step() first and give it before "
-                    "the last step runs again"
+                    "so no step would read the feedback",
+                    hint="undo_step() first and give it before the last step runs again",
+                    remedy="undo",
+                    task_id=task_id,
                 )
             step = TaskStep(
                 task_id=task_id,
@@ -837,7 +891,8 @@ class AgentRunner:
 
         Memory and worker state return to their snapshot from before the step, the steps it
         queued leave the queue, and the step is upcoming again (as a new step on a new branch;
-        the undone one stays in history). Returns the step that is now next.
+        the undone one stays in history). Returns the step that is now next (or, when
+        nothing is queued, the last completed step, else the step just undone).
         """
         if steps < 1:
             raise UserError(f"steps must be at least 1, got {steps}")
@@ -845,21 +900,29 @@ class AgentRunner:
         with self._lock(task_id):
             self._check_active(state, "undo steps")
             if len(state.completed) < steps:
+                done = len(state.completed)
                 raise NothingToRunError(
-                    f"task {short_id(task_id)} has {len(state.completed)} completed step(s); "
-                    f"cannot undo {steps}"
+                    f"task {short_id(task_id)} has {done} completed "
+                    f"step{'' if done == 1 else 's'}; cannot undo {steps}",
+                    task_id=task_id,
                 )
             if not all(is_claimable(state.steps[s]) for s in state.queue):  # Live runs only.
                 raise ConflictError(
-                    f"a step of task {short_id(task_id)} is running; undo after it finishes"
+                    f"a step of task {short_id(task_id)} is running",
+                    hint="undo after it finishes",
+                    remedy="wait",
+                    task_id=task_id,
                 )
             change = TaskChange(state=state, base_version=state.version)
+            undone = state.steps[state.completed[-1]]
             for _ in range(steps):
-                _undo.undo_last(state, change)
+                undone = _undo.undo_last(state, change)
             if state.task.status is TaskStatus.FAILED:
                 state.task.status = TaskStatus.ACTIVE
             self._commit(state, change)
-        return state.steps[state.queue[0]] if state.queue else state.steps[state.completed[-1]]
+        if state.queue:
+            return state.steps[state.queue[0]]
+        return state.steps[state.completed[-1]] if state.completed else undone
 
     # ----------------------------------------------------------------- finishing
 
@@ -871,8 +934,10 @@ class AgentRunner:
             if last is None or not last.is_last:
                 raise NothingToRunError(
                     f"task {short_id(task_id)} has not reached its last step "
-                    f"({len(state.queue)} upcoming); run it further (run_step or run_until) "
-                    "before finalize_response()"
+                    f"({len(state.queue)} upcoming)",
+                    hint="run it further (run_step or run_until) before finalize_response()",
+                    remedy="run_first",
+                    task_id=task_id,
                 )
             if state.task.status is not TaskStatus.COMPLETED:
                 self._check_active(state, "be finalized")
@@ -907,6 +972,17 @@ class AgentRunner:
     def chat(self, message: str, **kwargs: Any) -> AgentChatResponse:
         """Sync twin of `achat`."""
         return run_sync(self.achat(message, **kwargs), name="chat")
+
+
+_STEP_FAILED_HINT = (
+    "nothing completed was lost; edit the step's input and run it again, or undo_step()"
+)
+
+
+def _remedy_of(exc: BaseException) -> Remedy:
+    """How a person fixes a step that failed with `exc`: the cause's own remedy, else edit it."""
+    remedy = exc.remedy if isinstance(exc, AgentCoreError) else None
+    return remedy or "edit_step"
 
 
 def _memory_write(snapshot: StepSnapshot, memory: ChatMemoryBuffer) -> MemoryWrite:

@@ -6,10 +6,10 @@ snapshots. `import_trace` reads such a file back into a store as a new task.
 
 A trace is untrusted input: it may come from another person or have been edited by hand. So
 an imported task is for viewing only. It gets fresh task and step ids (importing twice, or
-importing a task that is still in the store, never overwrites anything), and its status
-becomes `abandoned` unless it was `completed`, so no step of it can run, be undone or be
-edited: running a queued tool call or reverting a recorded file write from a stranger's
-trace would touch this machine. The original status stays readable in the file.
+importing a task that is still in the store, never overwrites anything), it keeps its
+status, and it is marked `imported`: the runner refuses to run, undo or edit any step of it,
+since running a queued tool call or reverting a recorded file write from a stranger's trace
+would touch this machine.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from agent_core._worker_state import dump_state
 from agent_core.errors import UserError
 from agent_core.spec import AgentSpec
 from agent_core.store.base import MemoryWrite, Store, TaskChange
-from agent_core.types import TaskState, TaskStatus, TaskStep, new_id, short_id, utcnow
+from agent_core.types import TaskState, TaskStep, new_id, short_id, utcnow
 
 __all__ = ["MAX_TRACE_BYTES", "TRACE_FORMAT", "TRACE_VERSION", "export_trace", "import_trace"]
 
@@ -64,8 +64,8 @@ def export_trace(state: TaskState) -> str:
 def import_trace(text: str | bytes, store: Store, *, as_new: bool = True) -> str:
     """Store the task in a trace as a read-only task; return its task id.
 
-    The task is `abandoned` after import unless it was `completed` (see the module docstring
-    for why), with every step, output, snapshot and message as exported. Steps always get
+    The task keeps its status and is marked `imported`, so nothing of it runs (see the module
+    docstring for why), with every step, output, snapshot and message as exported. Steps always get
     fresh ids, so an import never touches another task's rows.
 
     Args:
@@ -250,13 +250,8 @@ def _renamed(state: TaskState, task_id: str) -> TaskState:
         ids[old]: snap.model_copy(update={"step_id": ids[old]})
         for old, snap in state.snapshots.items()
     }
-    finished = state.task.status is TaskStatus.COMPLETED
     task = state.task.model_copy(
-        update={
-            "task_id": task_id,
-            "status": TaskStatus.COMPLETED if finished else TaskStatus.ABANDONED,
-            "updated_at": utcnow(),
-        }
+        update={"task_id": task_id, "imported": True, "updated_at": utcnow()}
     )
     renamed = TaskState(
         task=task,

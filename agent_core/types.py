@@ -117,6 +117,8 @@ class Task(BaseModel):
     """How many messages at the start of `memory` came from the runner's earlier conversation."""
     usage: Usage = Field(default_factory=Usage)
     """Tokens and cost of the task's completed steps."""
+    imported: bool = False
+    """A copy read from a trace file: shown as it was, never run (see `agent_core.trace`)."""
 
 
 class TaskStep(BaseModel):
@@ -138,6 +140,8 @@ class TaskStep(BaseModel):
     edited: bool = False
     proposed_input: StepInput = None
     """What the worker proposed, kept when a person changed the input (`edited`)."""
+    rejection: str | None = None
+    """A person's reason for refusing this tool call (`AgentRunner.reject_step`): it did not run."""
     number: int | None = None
     """Position among the task's completed steps (1-based), set when the step completes."""
     error: str | None = None
@@ -186,9 +190,15 @@ class ToolOutput(BaseModel):
 
     tool_name: str
     args: dict[str, Any] = Field(default_factory=dict)
+    """The arguments as the model wrote them (121 stays 121 where the tool takes a float)."""
+    args_used: dict[str, Any] | None = None
+    """What the tool received after validation, when that differs from `args` (coerced
+    values, filled-in defaults); None when they are the same."""
     content: str = ""
     is_error: bool = False
     call_id: str = ""
+    rejected: bool = False
+    """A person refused the call, so it never ran (`content` holds their reason)."""
 
     def __str__(self) -> str:
         return self.content

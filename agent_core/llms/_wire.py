@@ -14,6 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
 
+from agent_core.errors import Remedy
 from agent_core.llms._retry import RetryPolicy, with_retries
 from agent_core.llms.base import (
     RAW_TOOL_ARGUMENTS,
@@ -30,6 +31,7 @@ __all__ = [
     "parse_tool_arguments",
     "redact",
     "relay_stream",
+    "remedy_for_status",
     "retry_after",
     "shorten",
 ]
@@ -66,6 +68,15 @@ def retry_after(status: int, headers: Mapping[str, str]) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def remedy_for_status(status: int) -> Remedy:
+    """How a person fixes a call the provider refused with `status`."""
+    if status in (401, 403, 404):
+        return "configure_model"  # the key, the model name or the address
+    if status in (408, 409, 429) or status >= 500:
+        return "retry"
+    return "edit_step"
 
 
 def redact(text: str, secret: str | None) -> str:

@@ -34,10 +34,22 @@ from anthropic.types import (
     ToolUseBlock,
 )
 
-from agent_core.errors import LLMError, UserError
+from agent_core.errors import (
+    LLMConnectionError,
+    LLMError,
+    LLMStatusError,
+    LLMTimeoutError,
+    MissingKeyError,
+)
 from agent_core.llms._retry import RetryPolicy
 from agent_core.llms._sdk import SDKChatModel
-from agent_core.llms._wire import parse_tool_arguments, redact, retry_after, shorten
+from agent_core.llms._wire import (
+    parse_tool_arguments,
+    redact,
+    remedy_for_status,
+    retry_after,
+    shorten,
+)
 from agent_core.llms.base import (
     RAW_TOOL_ARGUMENTS,
     ChatMessage,
@@ -184,9 +196,9 @@ def _make_client(
 ) -> anthropic.AsyncAnthropic:
     key = api_key or os.environ.get("ANTHROPIC_API_KEY")
     if not key:
-        raise UserError(
-            "AnthropicLLM has no API key: set the ANTHROPIC_API_KEY environment variable or "
-            "pass api_key=... (in the app: enter the key in Settings)"
+        raise MissingKeyError(
+            "AnthropicLLM has no API key",
+            hint="set the ANTHROPIC_API_KEY environment variable or pass api_key=...",
         )
     return anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
 
@@ -332,21 +344,23 @@ def _map_api_errors(*, model: str, base_url: str, secret: str | None) -> Iterato
     except anthropic.APIStatusError as err:
         raise _status_error(err, model=model, secret=secret) from None
     except anthropic.APITimeoutError:
-        raise LLMError(
-            f"Anthropic did not answer in time (model {model!r}); run the step again, or build "
-            "AnthropicLLM with a larger timeout= (or a lower max_tokens=) for long replies",
-            timed_out=True,
+        raise LLMTimeoutError(
+            f"Anthropic did not answer in time (model {model!r})",
+            hint="run the step again, or build AnthropicLLM with a larger timeout= (or a lower "
+            "max_tokens=) for long replies",
         ) from None
     except anthropic.APIConnectionError as err:
         cause = redact(str(err.__cause__ or err), secret)
-        raise LLMError(
-            f"could not connect to Anthropic at {base_url} ({cause}); check your network "
-            "connection and the base URL, then run the step again"
+        raise LLMConnectionError(
+            f"could not connect to Anthropic at {base_url} ({cause})",
+            hint="check your network connection and the base URL, then run the step again",
         ) from None
     except anthropic.AnthropicError as err:
         detail = redact(shorten(str(err)), secret)
         raise LLMError(
-            f"the call to Anthropic failed (model {model!r}): {detail}; run the step again"
+            f"the call to Anthropic failed (model {model!r}): {detail}",
+            hint="run the step again",
+            remedy="retry",
         ) from None
 
 
@@ -356,27 +370,33 @@ def _status_error(err: anthropic.APIStatusError, *, model: str, secret: str | No
         status = _STATUS_OF_ERROR_TYPE.get(str(err.type), 500)
     wait = retry_after(status, err.response.headers)
     detail = redact(shorten(err.api_message or err.message), secret)
-    message = _status_message(status, detail=detail, model=model)
+    message, _, hint = _status_message(status, detail=detail, model=model).rpartition("; ")
     if wait is not None:
         message += f" (Anthropic asked to wait {wait:g}s)"
-    return LLMError(message, status=status, retry_after=wait)
+    return LLMStatusError(
+        message,
+        hint=hint,
+        remedy=remedy_for_status(status),
+        status=status,
+        retry_after=wait,
+        request_id=err.response.headers.get("request-id"),
+    )
 
 
 def _status_message(status: int, *, detail: str, model: str) -> str:
     if status == 401:
         return (
-            f"Anthropic rejected the API key (401: {detail}); set a valid ANTHROPIC_API_KEY or "
-            "enter the key in Settings"
+            f"Anthropic rejected the API key (401: {detail}); set a valid key (ANTHROPIC_API_KEY)"
         )
     if status == 403:
         return (
             f"Anthropic refused access to model {model!r} (403: {detail}); check that your "
-            "key's workspace may use this model, or pick another model in Settings"
+            "key's workspace may use this model, or pick another model"
         )
     if status == 404:
         return (
             f"Anthropic has no model {model!r} (404: {detail}); check the model name (e.g. "
-            f"claude-sonnet-5) in Settings, or the base URL if you set one"
+            f"claude-sonnet-5), or the base URL if you set one"
         )
     if status == 429:
         return (

@@ -28,10 +28,22 @@ from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 from openai.types.completion_usage import CompletionUsage
 
 from agent_core._tokens import estimate_tokens
-from agent_core.errors import LLMError, UserError
+from agent_core.errors import (
+    LLMConnectionError,
+    LLMError,
+    LLMStatusError,
+    LLMTimeoutError,
+    MissingKeyError,
+)
 from agent_core.llms._retry import RetryPolicy
 from agent_core.llms._sdk import SDKChatModel
-from agent_core.llms._wire import parse_tool_arguments, redact, retry_after, shorten
+from agent_core.llms._wire import (
+    parse_tool_arguments,
+    redact,
+    remedy_for_status,
+    retry_after,
+    shorten,
+)
 from agent_core.llms.base import (
     RAW_TOOL_ARGUMENTS,
     ChatMessage,
@@ -209,10 +221,11 @@ def _make_client(api_key: str | None, base_url: str | None, timeout: float) -> o
     key = api_key
     if not key:
         if base_url is None:
-            raise UserError(
-                "OpenAILLM has no API key: set the OPENAI_API_KEY environment variable or pass "
-                "api_key=...; for a local OpenAI-compatible server (Ollama, vLLM, llama.cpp, "
-                'LM Studio) pass base_url=... instead, e.g. base_url="ollama"'
+            raise MissingKeyError(
+                "OpenAILLM has no API key",
+                hint="set the OPENAI_API_KEY environment variable or pass api_key=...; for a "
+                "local OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio) pass "
+                'base_url=... instead, e.g. base_url="ollama"',
             )
         key = _PLACEHOLDER_KEY
     return openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
@@ -368,22 +381,22 @@ def _map_api_errors(
         raise _status_error(err, model=model, base_url=base_url, secret=secret) from None
     except openai.APITimeoutError:
         waited = f" within {timeout:g}s" if timeout is not None else " in time"
-        raise LLMError(
-            f"{_label(base_url)} did not answer{waited} (model {model!r}); retry the step, or "
-            "use a larger timeout for slow models",
-            timed_out=True,
+        raise LLMTimeoutError(
+            f"{_label(base_url)} did not answer{waited} (model {model!r})",
+            hint="retry the step, or use a larger timeout for slow models",
         ) from None
     except openai.APIConnectionError as err:
         cause = redact(str(err.__cause__ or err), secret)
-        raise LLMError(
-            f"could not reach the server at {base_url} ({cause}); check that it is running, "
-            "that the base URL is right, and your network connection"
+        raise LLMConnectionError(
+            f"could not reach the server at {base_url} ({cause})",
+            hint="check that it is running, that the base URL is right, and your network",
         ) from None
     except openai.OpenAIError as err:
         detail = redact(_detail_of(err), secret)
         raise LLMError(
-            f"{_label(base_url)} failed (model {model!r}): {detail}; retry the step, or check "
-            "the server's logs"
+            f"{_label(base_url)} failed (model {model!r}): {detail}",
+            hint="retry the step, or check the server's logs",
+            remedy="retry",
         ) from None
 
 
@@ -393,23 +406,27 @@ def _status_error(
     status = err.status_code
     wait = retry_after(status, err.response.headers)
     detail = redact(_detail_of(err), secret)
-    message = _status_message(
+    text = _status_message(
         status, code=err.code, detail=detail, model=model, where=_label(base_url)
     )
+    message, _, hint = text.rpartition("; ")
     if wait is not None:
         message += f" (the server asked to wait {wait:g}s)"
     out_of_quota = status == 429 and err.code == "insufficient_quota"
-    return LLMError(
+    return LLMStatusError(
         message,
+        hint=hint,
+        remedy=remedy_for_status(status),
         status=status,
         retry_after=wait,
         retryable=False if out_of_quota else None,
+        request_id=err.response.headers.get("x-request-id"),
     )
 
 
 def _status_message(status: int, *, code: str | None, detail: str, model: str, where: str) -> str:
     if status == 401:
-        return f"{where} rejected the API key (401); check OPENAI_API_KEY or the key in Settings"
+        return f"{where} rejected the API key (401); check the key (OPENAI_API_KEY)"
     if status == 403:
         return (
             f"{where} refused access to model {model!r} (403): {detail}; check that your key's "

@@ -65,7 +65,15 @@ def summary_of(state: TaskState) -> TaskSummary:
         steps_completed=len(state.completed),
         steps_upcoming=len(state.queue),
         usage=task.usage,
+        imported=task.imported,
     )
+
+
+def _in_history(step: TaskStep) -> bool:
+    """Completed steps, and skips made since skips became undoable history (they have a number)."""
+    if step.status is StepStatus.SKIPPED:
+        return step.number is not None
+    return step.status is StepStatus.COMPLETED
 
 
 def assemble_state(
@@ -93,7 +101,7 @@ def assemble_state(
     )
     step_map = {step.step_id: step for step in steps}
     completed = sorted(
-        (s for s in step_map.values() if s.status is StepStatus.COMPLETED),
+        (s for s in step_map.values() if _in_history(s)),
         key=lambda s: s.number or 0,
     )
     state = TaskState(

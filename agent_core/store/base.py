@@ -65,6 +65,8 @@ class TaskSummary(BaseModel):
     steps_completed: int
     steps_upcoming: int
     usage: Usage
+    imported: bool = False
+    """The task is a read-only copy imported from a trace."""
 
 
 @runtime_checkable

@@ -320,7 +320,8 @@ class SQLiteStore:
         with self._lock:
             rows = self._db.execute(
                 "SELECT task_id, input, status, created_at, updated_at, steps_completed, "
-                "steps_upcoming, usage FROM tasks ORDER BY created_at DESC, rowid DESC"
+                "steps_upcoming, usage, COALESCE(json_extract(task, '$.imported'), 0) "
+                "FROM tasks ORDER BY created_at DESC, rowid DESC"
             ).fetchall()
         # Plain validation: pydantic-core's checks cost less than `model_construct`'s Python
         # path (4 vs 12 µs a row here), and a hand-edited file still fails loudly.
@@ -334,6 +335,7 @@ class SQLiteStore:
                 steps_completed=row[5],
                 steps_upcoming=row[6],
                 usage=Usage.model_validate_json(row[7]),
+                imported=bool(row[8]),
             )
             for row in rows
         ]

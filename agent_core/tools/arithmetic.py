@@ -1,4 +1,7 @@
-"""Four arithmetic tools, the classic first agent demo (LlamaIndex's multiply and add)."""
+"""Four arithmetic tools, the classic first agent demo (LlamaIndex's multiply and add).
+
+They take `int | float`, so whole numbers stay whole: 121 * 3 is 363, not 363.0.
+"""
 
 from __future__ import annotations
 
@@ -8,22 +11,22 @@ from agent_core.tools.base import FunctionTool
 __all__ = ["arithmetic_tools"]
 
 
-def add(a: float, b: float) -> float:
+def add(a: int | float, b: int | float) -> int | float:
     """Add two numbers and return the sum."""
     return a + b
 
 
-def subtract(a: float, b: float) -> float:
+def subtract(a: int | float, b: int | float) -> int | float:
     """Subtract b from a and return the difference."""
     return a - b
 
 
-def multiply(a: float, b: float) -> float:
+def multiply(a: int | float, b: int | float) -> int | float:
     """Multiply two numbers and return the product."""
     return a * b
 
 
-def divide(a: float, b: float) -> float:
+def divide(a: int | float, b: int | float) -> float:
     """Divide a by b and return the quotient."""
     if b == 0:
         raise ToolError("cannot divide by zero")

@@ -204,17 +204,19 @@ class FunctionTool(BaseTool):
         except ToolError as exc:
             # A ToolError is the tool author's message for the model; the type name is noise.
             content = f"Error: {self.name}: {exc}"
-            return self._error(content, args=call_args, call_id=call_id)
+            return self._error(content, args=raw_args, used=call_args, call_id=call_id)
         except Exception as exc:
             logger.debug("tool %s raised", self.name, exc_info=True)
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             content = f"Error: {self.name} raised {detail}"
-            return self._error(content, args=call_args, call_id=call_id)
+            return self._error(content, args=raw_args, used=call_args, call_id=call_id)
         finally:
             self._note_unjournaled_effects(step, effects_before, call_args)
+        written = _storable(raw_args)
         return ToolOutput(
             tool_name=self.name,
-            args=call_args,
+            args=written,
+            args_used=None if call_args == written else call_args,
             content=_truncate(_format_result(result)),
             call_id=call_id,
         )
@@ -248,11 +250,18 @@ class FunctionTool(BaseTool):
         )
 
     def _error(
-        self, content: str, *, args: dict[str, Any] | None = None, call_id: str
+        self,
+        content: str,
+        *,
+        args: dict[str, Any] | None = None,
+        used: dict[str, Any] | None = None,
+        call_id: str,
     ) -> ToolOutput:
+        written = _storable(args or {})
         return ToolOutput(
             tool_name=self.name,
-            args=_storable(args or {}),
+            args=written,
+            args_used=None if used is None or used == written else used,
             content=_truncate(content),
             is_error=True,
             call_id=call_id,

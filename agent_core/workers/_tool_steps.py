@@ -1,8 +1,13 @@
 """What the tool-calling workers share about a `tool` step: its input, its run, its note.
 
 A tool step's input is the call, `{"tool": name, "args": {...}, "call_id": ...}`, as the
-worker proposed it or as a person edited it (possibly as JSON text). `AgentRunner.reject_step`
-adds a `"rejected"` key holding the person's reason; such a call does not run.
+worker proposed it or as a person edited it (possibly as JSON text). A call a person refused
+(`AgentRunner.reject_step`) has their reason in `TaskStep.rejection` and does not run. Traces
+written before that field existed carry the reason as a `"rejected"` key of the input.
+
+A tool step is queued, rather than run inside the reasoning step, when the worker was built
+with `tool_approval=True` (`needs_approval`) or when a tool breakpoint of `run_until` holds the
+call (`step_state["held"]`): either way the call waits, proposed and not executed.
 """
 
 from __future__ import annotations
@@ -12,20 +17,46 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent_core.breakpoints import HOLD_TOOL
 from agent_core.errors import UserError
 from agent_core.events import EventSink, ToolCallFinishedEvent, ToolCallStartedEvent
 from agent_core.tools.base import BaseTool
-from agent_core.types import StepInput, TaskStep, ToolOutput
+from agent_core.types import StepInput, StepKind, TaskStep, ToolOutput
 
 __all__ = [
     "ToolStepCall",
+    "call_step",
     "call_tool",
     "edit_note",
+    "queues_call",
     "run_tool_step_call",
     "tool_call_of",
     "tool_step_input",
     "unknown_tool_output",
 ]
+
+
+def queues_call(tool: str, *, approval: bool, kwargs: Mapping[str, Any]) -> bool:
+    """Whether a call of `tool` waits as its own step instead of running now."""
+    hold = kwargs.get(HOLD_TOOL)
+    return approval or bool(hold is not None and hold(tool))
+
+
+def call_step(
+    step: TaskStep,
+    tool: str,
+    args: dict[str, Any],
+    call_id: str | None = None,
+    *,
+    approval: bool,
+) -> TaskStep:
+    """The `tool` step that proposes a call: awaiting approval, or held by a breakpoint."""
+    return step.get_next_step(
+        kind=StepKind.TOOL,
+        input=tool_step_input(tool, args, call_id),
+        needs_approval=approval,
+        step_state={} if approval else {"held": True},
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +104,9 @@ def _parse(value: StepInput) -> ToolStepCall | None:
 
 
 def tool_call_of(step: TaskStep) -> ToolStepCall:
-    """The call `step`'s input asks for; `UserError` (fix the input) when it is malformed.
+    """The call `step`'s input asks for, refused if a person rejected it.
+
+    Raises `UserError` (fix the input) when the input is malformed.
 
     A person who edits the call may leave out `call_id`; the one the worker proposed is kept,
     since the model needs its result under the id it gave.
@@ -84,11 +117,14 @@ def tool_call_of(step: TaskStep) -> ToolStepCall:
             'a tool step\'s input must be a JSON object {"tool": <name>, "args": {...}}; '
             f"got {step.input!r:.200}. Edit the step's input and run it again"
         )
-    if not call.call_id and step.edited:
+    call_id, rejected = call.call_id, call.rejected
+    if step.rejection is not None:
+        rejected = step.rejection
+    if not call_id and step.edited:
         proposed = _parse(step.proposed_input)
         if proposed is not None and proposed.call_id:
-            call = ToolStepCall(call.tool, call.args, proposed.call_id, call.rejected)
-    return call
+            call_id = proposed.call_id
+    return ToolStepCall(call.tool, call.args, call_id, rejected)
 
 
 def edit_note(step: TaskStep, call: ToolStepCall) -> str:
@@ -103,7 +139,12 @@ def edit_note(step: TaskStep, call: ToolStepCall) -> str:
 
 def _error_output(call: ToolStepCall, content: str) -> ToolOutput:
     return ToolOutput(
-        tool_name=call.tool, args=call.args, content=content, is_error=True, call_id=call.call_id
+        tool_name=call.tool,
+        args=call.args,
+        content=content,
+        is_error=True,
+        call_id=call.call_id,
+        rejected=call.rejected is not None,
     )
 
 

@@ -70,13 +70,17 @@ class ToolCallingWorker(BaseAgentWorker):
         emit: EventSink | None = kwargs.get("emit")
         if step.kind is StepKind.TOOL:
             return await self._run_tool_step(step, task, emit)
-        return await self._run_reasoning_step(step, task, emit)
+        return await self._run_reasoning_step(step, task, emit, kwargs)
 
     @abstractmethod
     async def _run_reasoning_step(
-        self, step: TaskStep, task: Task, emit: EventSink | None
+        self, step: TaskStep, task: Task, emit: EventSink | None, kwargs: dict[str, Any]
     ) -> TaskStepOutput:
-        """Ask the model what to do next; answer, or queue or run its tool calls."""
+        """Ask the model what to do next; answer, or queue or run its tool calls.
+
+        `kwargs` are `arun_step`'s; with `HOLD_TOOL` (`agent_core.breakpoints`) among them,
+        matching calls wait as their own steps.
+        """
 
     @abstractmethod
     async def _run_tool_step(

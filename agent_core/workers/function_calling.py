@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from agent_core._tokens import estimate_tokens
 from agent_core.events import EventSink
@@ -23,7 +24,9 @@ from agent_core.llms.base import LLM, ChatMessage, ToolCall, ToolSpec
 from agent_core.tools.base import BaseTool
 from agent_core.types import StepKind, Task, TaskStep, TaskStepOutput
 from agent_core.workers._tool_steps import (
+    call_step,
     edit_note,
+    queues_call,
     run_tool_step_call,
     tool_call_of,
     tool_step_input,
@@ -89,7 +92,7 @@ class FunctionCallingAgentWorker(ToolCallingWorker):
         return [self._system, *_results_after_calls(task.memory.get(used))]
 
     async def _run_reasoning_step(
-        self, step: TaskStep, task: Task, emit: EventSink | None
+        self, step: TaskStep, task: Task, emit: EventSink | None, kwargs: dict[str, Any]
     ) -> TaskStepOutput:
         self._start_reasoning(step, task)
         response = await self._chat(self.preview_messages(task), step, emit, tools=self._specs)
@@ -100,10 +103,16 @@ class FunctionCallingAgentWorker(ToolCallingWorker):
                 output=response.text, task_step=step, is_last=True, usage=response.usage
             )
         tool_steps = [
-            step.get_next_step(
-                kind=StepKind.TOOL,
-                input=tool_step_input(call.name, call.args, call.id),
-                needs_approval=self.tool_approval,
+            call_step(
+                step,
+                call.name,
+                call.args,
+                call.id,
+                approval=self.tool_approval,
+            )
+            if queues_call(call.name, approval=self.tool_approval, kwargs=kwargs)
+            else step.get_next_step(
+                kind=StepKind.TOOL, input=tool_step_input(call.name, call.args, call.id)
             )
             for call in calls
         ]

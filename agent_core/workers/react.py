@@ -18,7 +18,7 @@ from agent_core._tokens import estimate_tokens
 from agent_core.events import EventSink
 from agent_core.llms.base import LLM, ChatMessage, ChatResponse
 from agent_core.tools.base import BaseTool
-from agent_core.types import StepKind, Task, TaskStep, TaskStepOutput, ToolOutput
+from agent_core.types import Task, TaskStep, TaskStepOutput, ToolOutput
 from agent_core.workers._react_format import (
     ReActAnswer,
     ReActParseError,
@@ -27,11 +27,12 @@ from agent_core.workers._react_format import (
 )
 from agent_core.workers._tool_steps import (
     ToolStepCall,
+    call_step,
     call_tool,
     edit_note,
+    queues_call,
     run_tool_step_call,
     tool_call_of,
-    tool_step_input,
     unknown_tool_output,
 )
 from agent_core.workers._tool_worker import DEFAULT_MAX_ITERATIONS, ToolCallingWorker
@@ -104,7 +105,7 @@ class ReActAgentWorker(ToolCallingWorker):
         ]
 
     async def _run_reasoning_step(
-        self, step: TaskStep, task: Task, emit: EventSink | None
+        self, step: TaskStep, task: Task, emit: EventSink | None, kwargs: dict[str, Any]
     ) -> TaskStepOutput:
         self._start_reasoning(step, task)
         response = await self._chat(self.preview_messages(task), step, emit)
@@ -127,16 +128,12 @@ class ReActAgentWorker(ToolCallingWorker):
             return self._observe(
                 step, task, response, error.content, calls=[error], thought=parsed.thought
             )
-        if self.tool_approval:
-            call_step = step.get_next_step(
-                kind=StepKind.TOOL,
-                input=tool_step_input(parsed.tool, parsed.args),
-                needs_approval=True,
-            )
+        if queues_call(parsed.tool, approval=self.tool_approval, kwargs=kwargs):
+            proposed = call_step(step, parsed.tool, parsed.args, approval=self.tool_approval)
             return TaskStepOutput(
                 output=response.text,
                 task_step=step,
-                next_steps=[call_step],
+                next_steps=[proposed],
                 thought=parsed.thought,
                 usage=response.usage,
             )

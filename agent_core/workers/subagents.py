@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_core.errors import UserError
 from agent_core.llms.base import LLM
 from agent_core.tools.files import file_tools
 from agent_core.tools.image import image_tool
@@ -58,5 +59,5 @@ def sub_agents(
     builders = {"code": code_agent, "file": file_agent, "image": image_agent}
     unknown = sorted(set(kinds) - builders.keys())
     if unknown:
-        raise ValueError(f"unknown sub-agents {unknown}; choose from {list(builders)}")
+        raise UserError(f"unknown sub-agents {unknown}; choose from {list(builders)}")
     return {kind: builders[kind](llm, workspace, **worker_options) for kind in kinds}

@@ -50,8 +50,12 @@ def test_a_rejected_call_does_not_run_and_the_model_reads_why(make_agent):
     agent, llm = make_agent(**APPROVAL)
     task = agent.create_task(QUESTION)
     agent.run_step(task.task_id)
-    agent.reject_step(task.task_id, message="Use add first.")
+    rejected = agent.reject_step(task.task_id, message="Use add first.")
     assert CALLS == []
+    step = rejected.task_step
+    assert step.rejection == "Use add first." and not step.edited  # Refused, not "edited".
+    assert "rejected" not in step.input  # The call stays as the model proposed it.
+    assert rejected.tool_calls[0].rejected and rejected.tool_calls[0].is_error
     agent.run_step(task.task_id)
     assert "rejected the call of multiply: Use add first." in llm.requests[-1][-1].content
 
@@ -93,7 +97,8 @@ def test_run_until_breakpoints(make_agent):
     task = agent.create_task(QUESTION)
     at_add = agent.run_until(task.task_id, stop=OnTool("add"))
     assert at_add.reason == "breakpoint" and "'add'" in at_add.detail
-    assert [o.tool_calls[0].tool_name for o in at_add.outputs] == ["multiply", "add"]
+    assert [c.tool_name for o in at_add.outputs for c in o.tool_calls] == ["multiply"]
+    assert CALLS == [("multiply", 121, 3)]  # add is proposed, not run
     agent.undo_step(task.task_id, steps=2)
     assert agent.run_until(task.task_id, stop=AtStep(1)).outputs[-1].task_step.number == 1
     assert agent.run_until(task.task_id, max_steps=1).reason == "max_steps"

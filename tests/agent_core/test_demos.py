@@ -22,7 +22,7 @@ def test_react_arithmetic_answers_405_with_real_tool_calls(tmp_path):
     result = agent.run_until(task.task_id)
     assert result.reason == "last_step"
     calls = [(c.tool_name, c.content) for o in result.outputs for c in o.tool_calls]
-    assert calls == [("multiply", "363.0"), ("add", "405.0")]
+    assert calls == [("multiply", "363"), ("add", "405")]  # Whole numbers stay whole.
     assert str(agent.finalize_response(task.task_id)) == "(121 * 3) + 42 = 405"
     assert agent.get_task(task.task_id).spec == scenario.spec.model_dump(mode="json") | {
         "workspace": str(tmp_path / "ws")
@@ -36,7 +36,7 @@ def test_function_calling_runs_the_parallel_tool_call_as_two_tool_steps(tmp_path
     upcoming = agent.get_upcoming_steps(task.task_id)
     assert [s.kind for s in upcoming] == [StepKind.TOOL, StepKind.TOOL, StepKind.LLM]
     both = agent.run_steps_in_queue(task.task_id)
-    assert sorted(o.output for o in both) == ["14.0", "84.0"]
+    assert sorted(o.output for o in both) == ["14", "84"]
     result = agent.run_until(task.task_id)
     assert result.reason == "last_step"
     assert agent.finalize_response(task.task_id).response.endswith("together 98.")

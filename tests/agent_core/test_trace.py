@@ -97,7 +97,8 @@ def test_round_trip_gives_a_new_task_that_reads_exactly_like_the_original(make_a
     reader = _fresh_reader(tools, store)
     imported = reader.get_task_state(new_id)
     assert _view(imported) == _view(original)
-    assert imported.task.status is TaskStatus.ABANDONED  # The original is still active.
+    assert imported.task.status is TaskStatus.ACTIVE  # As the original: not "abandoned".
+    assert imported.task.imported
     assert {s.task_id for s in imported.steps.values()} == {new_id}
     assert not set(imported.steps) & set(original.steps)
     # What a person reads in the step list is the same, step by step.
@@ -150,7 +151,21 @@ def test_an_imported_task_is_read_only_but_a_finished_one_stays_completed(make_a
     imported_finished = import_trace(export_trace(agent.get_task_state(finished)), store)
 
     reader = _fresh_reader(tools, store)
-    assert reader.get_task(imported_running).status is TaskStatus.ABANDONED
+    assert reader.get_task(imported_running).imported
+    assert reader.get_task(imported_running).status is TaskStatus.ACTIVE  # Not "abandoned".
+    assert {t.task_id for t in reader.list_tasks() if t.imported} == {
+        imported_running,
+        imported_finished,
+    }
+    queued = reader.get_upcoming_steps(imported_running)[0].step_id
+    for refused in (
+        lambda: reader.skip_step(imported_running, queued),
+        lambda: reader.edit_step(imported_running, queued, "x"),
+        lambda: reader.add_feedback(imported_running, "x"),
+        lambda: reader.abandon_task(imported_running),
+    ):
+        with pytest.raises(TaskNotActiveError, match="imported copy, read only"):
+            refused()
     assert reader.get_task(imported_finished).status is TaskStatus.COMPLETED
     assert reader.get_upcoming_steps(imported_running)  # Queued steps stay visible...
     with pytest.raises(TaskNotActiveError):

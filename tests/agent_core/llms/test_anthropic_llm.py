@@ -368,7 +368,8 @@ async def test_a_bad_key_fails_at_once_and_says_where_to_set_it() -> None:
 
     assert caught.value.status == 401
     assert "ANTHROPIC_API_KEY" in str(caught.value)
-    assert "Settings" in str(caught.value)
+    assert caught.value.remedy == "configure_model"  # An app names its own key setting.
+    assert "Settings" not in str(caught.value)  # The runtime names no page of the app.
     assert len(fake.bodies) == 1  # Repeating cannot fix a key.
 
 

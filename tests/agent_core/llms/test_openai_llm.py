@@ -12,7 +12,7 @@ import pytest
 
 from agent_core import AgentRunner
 from agent_core._tokens import estimate_tokens
-from agent_core.errors import LLMError, UserError
+from agent_core.errors import LLMError, LLMStatusError, UserError
 from agent_core.events import StepCompletedEvent, TokenDeltaEvent
 from agent_core.llms._retry import RetryPolicy
 from agent_core.llms.base import ChatMessage, ChatStreamEvent, ToolCall, ToolSpec
@@ -300,10 +300,11 @@ async def test_a_rejected_key_says_where_to_fix_it_and_is_not_retried() -> None:
     with pytest.raises(LLMError) as info:
         await llm.chat(QUESTION)
 
-    assert str(info.value) == (
-        "OpenAI rejected the API key (401); check OPENAI_API_KEY or the key in Settings"
-    )
+    assert str(info.value) == "OpenAI rejected the API key (401); check the key (OPENAI_API_KEY)"
+    assert isinstance(info.value, LLMStatusError)
     assert info.value.status == 401
+    assert info.value.remedy == "configure_model"  # An app names its own key setting.
+    assert "Settings" not in str(info.value)  # The runtime names no page of the app.
     assert len(server.requests) == 1
 
 

@@ -203,14 +203,16 @@ async def test_string_numbers_are_coerced() -> None:
 
     assert out.is_error is False
     assert out.content == "7"
-    assert out.args == {"a": 3, "b": 4}
+    assert out.args == {"a": "3", "b": 4}  # As the model wrote them...
+    assert out.args_used == {"a": 3, "b": 4}  # ...and as the tool got them.
 
 
 async def test_defaults_fill_recorded_args() -> None:
     out = await FunctionTool.from_defaults(get_weather).acall({"city": "Oslo"})
 
     assert out.content == "Oslo:3:True"
-    assert out.args == {"city": "Oslo", "days": 3, "metric": True}
+    assert out.args == {"city": "Oslo"}
+    assert out.args_used == {"city": "Oslo", "days": 3, "metric": True}
 
 
 async def test_dict_and_list_results_are_json() -> None:
@@ -350,7 +352,7 @@ async def test_parameters_with_names_pydantic_reserves() -> None:
 
     assert list(props) == ["json", "_draft", "model_name"]
     assert out.content == "True:x:n"
-    assert out.args == {"json": True, "_draft": "x", "model_name": "n"}
+    assert out.args_used == {"json": True, "_draft": "x", "model_name": "n"}
 
 
 async def test_positional_only_parameters_are_passed_positionally() -> None:
@@ -372,7 +374,7 @@ async def test_nested_model_argument_is_validated_and_passed_as_model() -> None:
     bad = await tool.acall({"p": {"x": 1}})
 
     assert ok.content == "5"
-    assert ok.args == {"p": {"x": -2, "y": 3}}
+    assert ok.args_used == {"p": {"x": -2, "y": 3}}
     assert "p.y: missing required argument" in bad.content
 
 
@@ -386,7 +388,7 @@ async def test_unserialisable_default_and_result_fall_back_to_text() -> None:
     out = await FunctionTool.from_defaults(pick).acall({"key": "a"})
 
     assert out.is_error is False
-    assert out.args == {"key": "a", "default": str(unset)}
+    assert out.args == {"key": "a"} and out.args_used == {"key": "a", "default": str(unset)}
     assert out.content == "{('a', 'k'): True}"
 
 
