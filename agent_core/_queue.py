@@ -22,6 +22,7 @@ from agent_core.types import DONE_STATUSES, StepStatus, TaskState, TaskStep, sho
 __all__ = [
     "adopt_next_steps",
     "check_runnable",
+    "hand_over",
     "is_claimable",
     "mark_completed",
     "nothing_to_run",
@@ -159,6 +160,22 @@ def adopt_next_steps(
         child.branch_id = step.branch_id
         child.status = StepStatus.UPCOMING
     return list(next_steps)
+
+
+def hand_over(state: TaskState, step: TaskStep, next_steps: list[TaskStep]) -> list[TaskStep]:
+    """Point the queued steps that wait for `step` at the child that continues it; return them."""
+    heir = next((child for child in next_steps if child.continues == step.step_id), None)
+    if heir is None:
+        return []
+    moved = []
+    for queued_id in state.queue:
+        queued = state.steps[queued_id]
+        if queued is not heir and step.step_id in queued.depends_on:
+            queued.depends_on = [
+                heir.step_id if d == step.step_id else d for d in queued.depends_on
+            ]
+            moved.append(queued)
+    return moved
 
 
 def mark_completed(state: TaskState, step: TaskStep, next_steps: list[TaskStep]) -> None:

@@ -70,12 +70,14 @@ def _requeue(state: TaskState, step: TaskStep, change: TaskChange) -> list[TaskS
     state.steps[again.step_id] = again
     state.queue.insert(0, again.step_id)
     touched = [again]
+    # Steps that waited for the undone step, or for a child of it that carried it on
+    # (`TaskStep.continues`), wait for its re-run now.
+    replaced = {step.step_id, *children}
     for queued_id in state.queue:
         queued = state.steps[queued_id]
-        if step.step_id in queued.depends_on:
-            queued.depends_on = [
-                again.step_id if d == step.step_id else d for d in queued.depends_on
-            ]
+        if replaced.intersection(queued.depends_on):
+            renamed = [again.step_id if d in replaced else d for d in queued.depends_on]
+            queued.depends_on = list(dict.fromkeys(renamed))  # In order, once each.
             touched.append(queued)
     return touched
 

@@ -14,9 +14,12 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from agent_core.llms.base import ChatMessage
 
 __all__ = [
     "Effect",
@@ -87,6 +90,8 @@ class StepContext:
     step_id: str
     effects: list[Effect] = field(default_factory=list)
     parent: StepContext | None = None
+    messages_sent: list[ChatMessage] | None = None
+    """The messages of the step's own last model call (a sub-agent's calls are its own)."""
 
     @property
     def workspace_id(self) -> str:

@@ -14,6 +14,7 @@ import asyncio
 import concurrent.futures
 import copy
 import json
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -28,6 +29,7 @@ from agent_core._claims import (
 )
 from agent_core._queue import (
     adopt_next_steps,
+    hand_over,
     is_claimable,
     mark_completed,
     pick_step,
@@ -59,6 +61,7 @@ from agent_core.memory import DEFAULT_TOKEN_LIMIT, ChatMemoryBuffer
 from agent_core.step_runs import LIVE_RUNS, STOPPED_BY_YOU, StepRun
 from agent_core.store.base import MemoryWrite, Store, TaskChange, TaskSummary
 from agent_core.store.memory import InMemoryStore
+from agent_core.task_files import delete_workspace
 from agent_core.types import (
     AgentChatResponse,
     AgentState,
@@ -78,6 +81,8 @@ from agent_core.types import (
 from agent_core.workers.base import BaseAgentWorker
 
 __all__ = ["DEFAULT_MAX_INPUT_CHARS", "AgentRunner"]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_INPUT_CHARS = 100_000
 _FAIL_COMMIT_TRIES = 3
@@ -277,11 +282,19 @@ class AgentRunner:
         return [t for t in self.list_tasks() if t.status is TaskStatus.COMPLETED]
 
     def delete_task(self, task_id: str) -> None:
-        """Delete a task and its steps from the store (the shared conversation is kept)."""
-        self._task_state(task_id)
+        """Delete a task, its steps and its workspace folder (the shared conversation is kept).
+
+        An imported copy shares no folder: its recorded workspace is another machine's.
+        """
+        state = self._task_state(task_id)
         with self._lock(task_id):
             self.store.delete_task(task_id)
             self.state.task_dict.pop(task_id, None)
+        if not state.task.imported:
+            try:
+                delete_workspace(state.task)
+            except (AgentCoreError, OSError) as exc:  # The task is gone: say what stayed.
+                logger.warning("task %s deleted; its workspace could not be: %s", task_id, exc)
 
     def abandon_task(self, task_id: str) -> Task:
         """Stop a task for good; its steps stay visible and the shared memory is untouched."""
@@ -335,9 +348,31 @@ class AgentRunner:
             )
         return state.last_output
 
-    def preview_messages(self, task_id: str) -> list[ChatMessage]:
-        """What the model would be sent if the task's next step ran now."""
-        return self.agent_worker.preview_messages(self._task_state(task_id).task)
+    def preview_messages(
+        self, task_id: str, step_id: str | None = None, input: StepInput = None
+    ) -> list[ChatMessage]:
+        """Exactly what the model would be sent if a step ran now; [] if it calls no model.
+
+        The step is `step_id`, else the first ready one; `input` replaces its input, as
+        `run_step(..., input=...)` would. The worker builds the preview with the code its
+        run uses, on a copy of the task: nothing changes.
+        """
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            view = state.task.model_copy(
+                update={
+                    "memory": state.task.memory.staged(),
+                    "extra_state": json.loads(state._extra_state_json or "{}"),
+                }
+            )
+            ready = (s for s in state.step_queue if state.is_ready(s))
+            step = step_of(state, step_id) if step_id is not None else next(ready, None)
+        if step is None:
+            return self.agent_worker.preview_messages(view)
+        step = step.model_copy(deep=True)
+        if input is not None:
+            step.set_input(input)
+        return self.agent_worker.preview_step(step, view)
 
     def is_interrupted(self, task_id: str, step_id: str) -> bool:
         """Whether a `running` step's process died (or stopped) mid-step."""
@@ -502,6 +537,8 @@ class AgentRunner:
                 latency_ms = (time.perf_counter() - started) * 1000
                 if isinstance(output, TaskStepOutput):
                     output.effects = [*output.effects, *context.effects]
+                    if not output.messages_sent and context.messages_sent:
+                        output.messages_sent = context.messages_sent
                 return self._complete(state, step, view, base_json, output, latency_ms)
             except Exception as exc:
                 revert_effects(context.effects)
@@ -555,12 +592,13 @@ class AgentRunner:
                 task.status = TaskStatus.ACTIVE
             output.task_step, output.next_steps, output.latency_ms = step, next_steps, latency_ms
             mark_completed(state, step, next_steps)
+            waiting = hand_over(state, step, next_steps)
             state.outputs[step.step_id] = output
             state.snapshots[step.step_id] = snapshot
             change = TaskChange(
                 state=state,
                 base_version=state.version,
-                steps=[step, *next_steps],
+                steps=[step, *next_steps, *waiting],
                 outputs=[output],
                 snapshots=[snapshot],
                 memory=memory_write,

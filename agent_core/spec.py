@@ -216,7 +216,8 @@ class AgentSpec(BaseModel):
 
             if not self.sub_agents:
                 raise UserError("a planner needs at least one sub-agent (code, file or image)")
-            options = {"max_iterations": self.max_iterations}
+            # Its sub-agents ask before each tool call too: the planner surfaces their calls.
+            options = {"max_iterations": self.max_iterations, "tool_approval": self.tool_approval}
             agents = sub_agents(list(self.sub_agents), llm, Workspace(self.workspace), **options)
             return PlannerAgentWorker(llm, agents)
         options = {"max_iterations": self.max_iterations, "tool_approval": self.tool_approval}

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field, PrivateAttr
 
 from agent_core.effects import Effect
-from agent_core.llms.base import Usage
+from agent_core.llms.base import ChatMessage, Usage
 from agent_core.memory import ChatMemoryBuffer, MemorySnapshot
 
 __all__ = [
@@ -140,6 +140,9 @@ class TaskStep(BaseModel):
     edited: bool = False
     proposed_input: StepInput = None
     """What the worker proposed, kept when a person changed the input (`edited`)."""
+    continues: str | None = None
+    """The step this one carries on (a paused delegate step): steps that waited for that one
+    wait for this one instead."""
     rejection: str | None = None
     """A person's reason for refusing this tool call (`AgentRunner.reject_step`): it did not run."""
     number: int | None = None
@@ -162,13 +165,18 @@ class TaskStep(BaseModel):
         step_state: dict[str, Any] | None = None,
         depends_on: list[str] | None = None,
         needs_approval: bool = False,
+        continues: bool = False,
     ) -> TaskStep:
-        """A new step that follows this one on the same branch."""
+        """A new step that follows this one on the same branch.
+
+        `continues=True` makes it carry this step on: what waits for this step waits for it.
+        """
         return TaskStep(
             task_id=self.task_id,
             input=input,
             kind=kind,
             needs_approval=needs_approval,
+            continues=self.step_id if continues else None,
             step_state=step_state if step_state is not None else {},
             prev_step_ids=[self.step_id],
             depends_on=depends_on or [],
@@ -218,6 +226,8 @@ class TaskStepOutput(BaseModel):
     error: str | None = None
     effects: list[Effect] = Field(default_factory=list)
     """Side effects the step's tools had (file writes, ...), reverted by undo."""
+    messages_sent: list[ChatMessage] = Field(default_factory=list)
+    """The messages the step's model call got, exactly (empty when it called no model)."""
 
     def __str__(self) -> str:
         return str(self.output)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import operator
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -22,19 +23,28 @@ _CONTENT = operator.attrgetter("content")
 
 def _as_response(reply: Reply, messages: Sequence[ChatMessage], model: str) -> ChatResponse:
     if isinstance(reply, ChatResponse):
-        return reply
+        if reply.usage.total_tokens or reply.usage.cost_usd is not None:
+            return reply  # The script says what the call cost.
+        # Estimated like a text reply, so a tool-calling demo counts tokens as a ReAct one.
+        calls = "".join(f"{call.name}{json.dumps(call.args)}" for call in reply.tool_calls)
+        usage = _estimated_usage(messages, reply.text + calls)
+        return reply.model_copy(update={"usage": usage})
     if not isinstance(reply, str):
         raise LLMError(
             f"{model} returned a {type(reply).__name__}; a scripted reply must be a str or a "
             "ChatResponse"
         )
-    # Counted in C (map/len): this runs every call over the whole history.
-    prompt_tokens = -(-sum(map(len, map(_CONTENT, messages))) // CHARS_PER_TOKEN)
     return ChatResponse(
         message=ChatMessage(role="assistant", content=reply),
-        usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=estimate_tokens(reply)),
+        usage=_estimated_usage(messages, reply),
         model=model,
     )
+
+
+def _estimated_usage(messages: Sequence[ChatMessage], reply: str) -> Usage:
+    # Counted in C (map/len): this runs every call over the whole history.
+    prompt_tokens = -(-sum(map(len, map(_CONTENT, messages))) // CHARS_PER_TOKEN)
+    return Usage(prompt_tokens=prompt_tokens, completion_tokens=estimate_tokens(reply))
 
 
 async def _stream_words(response: ChatResponse) -> AsyncIterator[ChatStreamEvent]:

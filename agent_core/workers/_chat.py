@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from agent_core.effects import current_step
 from agent_core.errors import LLMError
 from agent_core.events import EventSink, TokenDeltaEvent
 from agent_core.llms.base import LLM, ChatMessage, ChatResponse, ToolSpec
@@ -20,7 +21,13 @@ async def step_chat(
     *,
     tools: Sequence[ToolSpec] | None = None,
 ) -> ChatResponse:
-    """The model's reply, streamed to `emit` as token deltas when there is one."""
+    """The model's reply, streamed to `emit` as token deltas when there is one.
+
+    The messages are recorded on the running step, which keeps them as `messages_sent`.
+    """
+    context = current_step()
+    if context is not None:
+        context.messages_sent = list(messages)
     if emit is None:
         return await llm.chat(messages, tools=tools)
     response = None

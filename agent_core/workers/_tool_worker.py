@@ -97,11 +97,23 @@ class ToolCallingWorker(BaseAgentWorker):
                 "undo and steer it with a new input, or build the worker with a higher "
                 "max_iterations"
             )
+        self._put_input(step, task)
+        task.extra_state["iterations"] = iterations + 1
+
+    @staticmethod
+    def _put_input(step: TaskStep, task: Task) -> None:
+        """A reasoning step's input joins memory as the user's message, before the call."""
         if step.input is not None:
             if not isinstance(step.input, str):
                 raise UserError("a reasoning step's input must be text (or empty)")
             task.memory.put(ChatMessage(role="user", content=step.input))
-        task.extra_state["iterations"] = iterations + 1
+
+    def preview_step(self, step: TaskStep, task: Task) -> list[ChatMessage]:
+        """What a reasoning step would send; a tool step calls no model."""
+        if step.kind is StepKind.TOOL:
+            return []
+        self._put_input(step, task)
+        return self.preview_messages(task)
 
     async def _chat(
         self,

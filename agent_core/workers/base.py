@@ -67,6 +67,14 @@ class BaseAgentWorker(ABC):
         """The messages the model would be sent if the next step ran now."""
         return task.memory.get()
 
+    def preview_step(self, step: TaskStep, task: Task) -> list[ChatMessage]:
+        """The messages `step` would send to the model if it ran now; [] if it calls none.
+
+        `task` is a view whose memory and state may be written: nothing is kept. Override it
+        with the code your step runs, so that the preview cannot drift from the run.
+        """
+        return self.preview_messages(task)
+
     def as_agent(self, **kwargs: Any) -> AgentRunner:
         """An `AgentRunner` driving this worker (`kwargs` go to the runner)."""
         from agent_core.runner import AgentRunner

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from agent_core._tokens import estimate_tokens
+from agent_core.breakpoints import HOLD_TOOL
 from agent_core.errors import AgentCoreError, StepError, UserError
 from agent_core.events import (
     EventSink,
@@ -30,7 +31,7 @@ from agent_core.events import (
     ToolCallStartedEvent,
 )
 from agent_core.llms.base import LLM, ChatMessage, Usage
-from agent_core.types import StepInput, StepKind, Task, TaskStep, TaskStepOutput, ToolOutput
+from agent_core.types import StepInput, StepKind, Task, TaskStep, TaskStepOutput
 from agent_core.workers._chat import step_chat
 from agent_core.workers._plan import (
     MAX_PLAN_ITEMS,
@@ -40,10 +41,11 @@ from agent_core.workers._plan import (
     topological_order,
     validate_plan,
 )
+from agent_core.workers._sub_tasks import SubTask, waits_for_a_person
 from agent_core.workers.base import BaseAgentWorker
 
 if TYPE_CHECKING:
-    from agent_core.runner import AgentRunner
+    pass
 
 __all__ = ["DEFAULT_MAX_SUB_STEPS", "PlannerAgentWorker", "SubAgent", "result_key"]
 
@@ -71,13 +73,6 @@ class SubAgent:
 
     description: str
     worker: BaseAgentWorker
-
-
-@dataclass(frozen=True)
-class _SubRun:
-    answer: str
-    tool_calls: list[ToolOutput]
-    usage: Usage
 
 
 class PlannerAgentWorker(BaseAgentWorker):
@@ -152,7 +147,9 @@ class PlannerAgentWorker(BaseAgentWorker):
         if step.kind is StepKind.PLAN:
             return await self._run_plan_step(step, task, emit)
         if step.kind is StepKind.DELEGATE:
-            return await self._run_delegate_step(step, task, emit)
+            return await self._run_delegate_step(step, task, emit, kwargs)
+        if step.kind is StepKind.TOOL:
+            return await self._run_call_step(step, task)
         if step.kind is StepKind.FINALIZE:
             return await self._run_aggregate_step(step, task, emit)
         raise UserError(
@@ -168,6 +165,34 @@ class PlannerAgentWorker(BaseAgentWorker):
             return self._aggregate_messages(task, _stored_plan(task), note=None)
         except StepError:
             return self._plan_messages(task, task.input)
+
+    def preview_step(self, step: TaskStep, task: Task) -> list[ChatMessage]:
+        """What `step` would send: built by the code its run uses, with its (edited) input."""
+        if step.kind is StepKind.PLAN:
+            if self._plan_given_in(step.input) is not None:
+                return []  # A plan a person wrote runs without the model.
+            return self._plan_messages(task, _plan_request(step, task))
+        if step.kind is StepKind.FINALIZE:
+            try:
+                plan = _stored_plan(task)
+            except StepError:
+                return []
+            return self._aggregate_messages(task, plan, note=_aggregate_note(step))
+        if step.kind is StepKind.DELEGATE:
+            return self._preview_delegate(step, task)
+        return []
+
+    def _preview_delegate(self, step: TaskStep, task: Task) -> list[ChatMessage]:
+        """The sub-agent's next prompt: of its paused sub-task, else of the task it would get."""
+        item_id, dependencies = _item_of(step)
+        agent_name, prompt = _assignment(step)
+        sub = self._sub_agent(item_id, agent_name)
+        paused = SubTask.resume(sub.worker, task, item_id)
+        if paused is not None:
+            return paused.runner.preview_messages(paused.task_id)
+        text = _delegate_input(prompt, _dependency_results(task, item_id, dependencies))
+        sub_task = Task(input=text)
+        return sub.worker.preview_step(sub.worker.initialize_step(sub_task), sub_task)
 
     def finalize_task(self, task: Task, **kwargs: Any) -> list[ChatMessage]:
         """The request and the final answer join the conversation; plan and results do not."""
@@ -186,7 +211,7 @@ class PlannerAgentWorker(BaseAgentWorker):
         if plan is not None:
             request, reply = task.input, plan.model_dump_json()
         else:
-            request = step.input if isinstance(step.input, str) and step.input else task.input
+            request = _plan_request(step, task)
             response = await step_chat(self.llm, self._plan_messages(task, request), step, emit)
             usage, reply = response.usage, response.text
             plan = parse_plan(reply, agents=self.agents)
@@ -216,65 +241,84 @@ class PlannerAgentWorker(BaseAgentWorker):
     # -------------------------------------------------------------- delegate step
 
     async def _run_delegate_step(
-        self, step: TaskStep, task: Task, emit: EventSink | None
+        self, step: TaskStep, task: Task, emit: EventSink | None, kwargs: dict[str, Any]
     ) -> TaskStepOutput:
         item_id, dependencies = _item_of(step)
         agent_name, prompt = _assignment(step)
+        sub = self._sub_agent(item_id, agent_name)
+        who = f"plan item {item_id!r} (agent {agent_name!r})"
+        sub_task = SubTask.resume(sub.worker, task, item_id)
+        if sub_task is None:
+            text = _delegate_input(prompt, _dependency_results(task, item_id, dependencies))
+            try:
+                sub_task = SubTask.start(sub.worker, text)
+            except AgentCoreError as exc:
+                raise StepError(f"{who} could not start: {exc}") from exc
+        outputs: list[TaskStepOutput] = []
+        while not _finished(sub_task):
+            pending = sub_task.next_step()
+            if pending is not None and waits_for_a_person(pending):
+                return _pause(step, task, item_id, agent_name, sub_task, pending, outputs)
+            if len(sub_task.state.completed) >= self.max_sub_steps:
+                raise StepError(
+                    f"{who} did not finish within {self.max_sub_steps} steps; edit the step's "
+                    "prompt to narrow it, or build the planner with a higher max_sub_steps"
+                )
+            try:
+                outputs.append(await _sub_step(sub_task, step, emit, kwargs))
+            except AgentCoreError as exc:
+                done = len(sub_task.state.completed)
+                raise StepError(f"{who} failed at its step {done + 1}: {_cause(exc)}") from exc
+        try:
+            answer = sub_task.runner.finalize_response(sub_task.task_id).response
+        except Exception as exc:  # The sub-agent's own finalize_task is user code.
+            raise StepError(f"{who} answered, but finishing its task failed: {exc}") from exc
+        task.extra_state[result_key(item_id)] = answer
+        SubTask.forget(task, item_id)
+        return TaskStepOutput(
+            output=answer,
+            task_step=step,
+            tool_calls=[call for output in outputs for call in output.tool_calls],
+            usage=_total_usage(outputs),
+        )
+
+    def _sub_agent(self, item_id: str, agent_name: str) -> SubAgent:
         sub = self.agents.get(agent_name)
         if sub is None:
             raise StepError(
                 f"plan item {item_id!r} names unknown agent {agent_name!r}; the agents are: "
                 f"{', '.join(sorted(self.agents))}. Edit the step's input and run it again"
             )
-        text = _delegate_input(prompt, _dependency_results(task, item_id, dependencies))
-        who = f"plan item {item_id!r} (agent {agent_name!r})"
-        run = await self._run_sub_agent(sub, text, step=step, emit=emit, who=who)
-        task.extra_state[result_key(item_id)] = run.answer
-        return TaskStepOutput(
-            output=run.answer, task_step=step, tool_calls=run.tool_calls, usage=run.usage
-        )
+        return sub
 
-    async def _run_sub_agent(
-        self, sub: SubAgent, text: str, *, step: TaskStep, emit: EventSink | None, who: str
-    ) -> _SubRun:
-        """Run `sub` on `text` to its answer, in a private runner of its own."""
-        from agent_core.runner import AgentRunner  # The runner imports the workers package.
-
-        runner = AgentRunner(sub.worker)
-        try:
-            sub_task = runner.create_task(text)
-        except AgentCoreError as exc:
-            raise StepError(f"{who} could not start: {exc}") from exc
-        outputs: list[TaskStepOutput] = []
-        while not (outputs and outputs[-1].is_last):
-            if len(outputs) >= self.max_sub_steps:
-                raise StepError(
-                    f"{who} did not finish within {self.max_sub_steps} steps; edit the step's "
-                    "prompt to narrow it, or build the planner with a higher max_sub_steps"
-                )
-            try:
-                outputs.append(await _sub_step(runner, sub_task.task_id, step, emit))
-            except AgentCoreError as exc:
-                raise StepError(
-                    f"{who} failed at its step {len(outputs) + 1}: {_cause(exc)}"
-                ) from exc
-        try:
-            answer = runner.finalize_response(sub_task.task_id).response
-        except Exception as exc:  # The sub-agent's own finalize_task is user code.
-            raise StepError(f"{who} answered, but finishing its task failed: {exc}") from exc
-        usage = Usage()
-        for output in outputs:
-            usage = usage + output.usage
-        calls = [call for output in outputs for call in output.tool_calls]
-        return _SubRun(answer=answer, tool_calls=calls, usage=usage)
+    async def _run_call_step(self, step: TaskStep, task: Task) -> TaskStepOutput:
+        """Run (or refuse) the call a paused sub-agent proposed, in its restored sub-task."""
+        item_id = str(step.step_state.get("item", ""))
+        sub = self._sub_agent(item_id, str(step.step_state.get("agent", "")))
+        sub_task = SubTask.resume(sub.worker, task, item_id)
+        sub_step_id = step.step_state.get("sub_step")
+        if sub_task is None or not isinstance(sub_step_id, str):
+            raise StepError(
+                f"the sub-agent of plan item {item_id!r} has no paused call to run; undo back "
+                "to its delegate step and run that again"
+            )
+        runner = sub_task.runner
+        if step.rejection is not None:
+            output = await runner.areject_step(
+                sub_task.task_id, sub_step_id, message=step.rejection
+            )
+        else:
+            edited = step.input if step.edited else None
+            output = await runner.arun_step(sub_task.task_id, sub_step_id, edited)
+        sub_task.save(task, item_id)
+        return TaskStepOutput(output=output.output, task_step=step, tool_calls=output.tool_calls)
 
     # ------------------------------------------------------------- aggregate step
 
     async def _run_aggregate_step(
         self, step: TaskStep, task: Task, emit: EventSink | None
     ) -> TaskStepOutput:
-        note = step.input if isinstance(step.input, str) and step.input.strip() else None
-        messages = self._aggregate_messages(task, _stored_plan(task), note=note)
+        messages = self._aggregate_messages(task, _stored_plan(task), note=_aggregate_note(step))
         response = await step_chat(self.llm, messages, step, emit)
         task.memory.put(messages[-1])
         task.memory.put(ChatMessage(role="assistant", content=response.text))
@@ -321,6 +365,16 @@ def _aggregating_prompt(instructions: str) -> str:
         "Reply with the answer only; do not describe the plan or the agents."
         f"{extra}"
     )
+
+
+def _plan_request(step: TaskStep, task: Task) -> str:
+    """What the plan step asks the model to plan: its (edited) input, else the task's."""
+    return step.input if isinstance(step.input, str) and step.input else task.input
+
+
+def _aggregate_note(step: TaskStep) -> str | None:
+    """A person's note to the aggregating call, given as the finalize step's input."""
+    return step.input if isinstance(step.input, str) and step.input.strip() else None
 
 
 def _looks_like_plan(text: str) -> bool:
@@ -436,22 +490,22 @@ def _results_text(task: Task, plan: Plan, *, note: str | None) -> str:
 
 def _cause(exc: AgentCoreError) -> str:
     """What made a sub-agent's step fail, without the sub-runner's advice about its own task."""
-    cause = exc.__cause__ if isinstance(exc, StepError) else None
-    if cause is None:
-        return str(exc)
-    if isinstance(cause, AgentCoreError):
-        return str(cause)
-    return f"{type(cause).__name__}: {cause}"
+    return exc.cause if isinstance(exc, StepError) else exc.message
 
 
 async def _sub_step(
-    runner: AgentRunner, task_id: str, step: TaskStep, emit: EventSink | None
+    sub_task: SubTask, step: TaskStep, emit: EventSink | None, kwargs: dict[str, Any]
 ) -> TaskStepOutput:
-    """Run the sub-task's next step; its tokens and tool calls stream as the delegate step's."""
+    """Run the sub-task's next step; its tokens and tool calls stream as the delegate step's.
+
+    `kwargs` carry the outer run's tool breakpoints, so they hold the sub-agent's calls too.
+    """
+    hold = {HOLD_TOOL: kwargs[HOLD_TOOL]} if HOLD_TOOL in kwargs else {}
+    runner, task_id = sub_task.runner, sub_task.task_id
     if emit is None:
-        return await runner.arun_step(task_id)
+        return await runner.arun_step(task_id, **hold)
     output: TaskStepOutput | None = None
-    async for event in runner.astream_step(task_id):
+    async for event in runner.astream_step(task_id, **hold):
         if isinstance(event, StepCompletedEvent):
             output = event.output
         elif isinstance(event, TokenDeltaEvent | ToolCallStartedEvent | ToolCallFinishedEvent):
@@ -459,3 +513,52 @@ async def _sub_step(
     if output is None:
         raise StepError("the sub-agent's step stream ended without a result")
     return output
+
+
+def _finished(sub_task: SubTask) -> bool:
+    last = sub_task.state.last_output
+    return last is not None and last.is_last
+
+
+def _total_usage(outputs: list[TaskStepOutput]) -> Usage:
+    usage = Usage()
+    for output in outputs:
+        usage = usage + output.usage
+    return usage
+
+
+def _pause(
+    step: TaskStep,
+    task: Task,
+    item_id: str,
+    agent_name: str,
+    sub_task: SubTask,
+    pending: TaskStep,
+    outputs: list[TaskStepOutput],
+) -> TaskStepOutput:
+    """End the delegate step at a call that waits for a person (see `_sub_tasks`)."""
+    sub_task.save(task, item_id)
+    state: dict[str, Any] = {"item": item_id, "agent": agent_name, "sub_step": pending.step_id}
+    if pending.step_state.get("held"):
+        state["held"] = True
+    call = step.get_next_step(
+        kind=StepKind.TOOL,
+        input=pending.input,
+        needs_approval=pending.needs_approval,
+        step_state=state,
+    )
+    again = step.get_next_step(
+        kind=StepKind.DELEGATE,
+        input=step.input,
+        step_state=dict(step.step_state),
+        depends_on=[call.step_id],
+        continues=True,
+    )
+    tool = pending.input.get("tool") if isinstance(pending.input, dict) else "a tool"
+    return TaskStepOutput(
+        output=f"The {agent_name} agent wants to call {tool}; it waits for you.",
+        task_step=step,
+        next_steps=[call, again],
+        tool_calls=[c for output in outputs for c in output.tool_calls],
+        usage=_total_usage(outputs),
+    )

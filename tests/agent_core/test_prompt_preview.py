@@ -1,0 +1,70 @@
+"""The prompt preview is what the model gets: one builder serves the preview and the run."""
+
+from __future__ import annotations
+
+import json
+
+from agent_core import AgentRunner, ParallelAgentRunner, StepKind
+from agent_core.llms import ScriptedLLM
+from agent_core.workers import ReActAgentWorker
+from agent_core.workers.planner import PlannerAgentWorker, SubAgent
+
+from .conftest import SEED_REPLIES
+
+QUESTION = "What is (121 * 3) + 42?"
+
+
+def test_each_step_records_the_messages_it_sent_and_the_preview_matched(tools):
+    llm = ScriptedLLM(list(SEED_REPLIES))
+    agent = AgentRunner(ReActAgentWorker.from_tools(tools, llm=llm))
+    task_id = agent.create_task(QUESTION).task_id
+
+    for _ in range(3):
+        preview = agent.preview_messages(task_id)
+        out = agent.run_step(task_id)
+        assert out.messages_sent == preview == llm.requests[-1]
+
+
+def test_the_preview_of_an_edited_input_is_what_the_run_sends(tools):
+    llm = ScriptedLLM(list(SEED_REPLIES))
+    agent = AgentRunner(ReActAgentWorker.from_tools(tools, llm=llm))
+    task_id = agent.create_task(QUESTION).task_id
+    step = agent.get_upcoming_steps(task_id)[0]
+
+    preview = agent.preview_messages(task_id, step.step_id, "Use add, not sum")
+    agent.run_step(task_id, step.step_id, "Use add, not sum")
+
+    assert preview == llm.requests[-1]
+    assert preview[-1].content == "Use add, not sum"
+
+
+def test_a_tool_step_sends_nothing_to_a_model(tools):
+    llm = ScriptedLLM(list(SEED_REPLIES))
+    agent = AgentRunner(ReActAgentWorker.from_tools(tools, llm=llm, tool_approval=True))
+    task_id = agent.create_task(QUESTION).task_id
+    agent.run_step(task_id)
+
+    assert agent.preview_messages(task_id) == []
+    assert agent.run_step(task_id).messages_sent == []
+
+
+def test_an_edited_plan_step_previews_the_edited_request_as_sent(tools):
+    plan = {"plan": [{"id": "a", "agent": "math", "prompt": "add 1 and 2", "depends_on": []}]}
+    llm = ScriptedLLM([json.dumps(plan), "Thought: ok\nAnswer: 3", "It is 3."])
+    math = ReActAgentWorker.from_tools(tools, llm=llm)
+    runner = ParallelAgentRunner(PlannerAgentWorker(llm, {"math": SubAgent("Math.", math)}))
+    task_id = runner.create_task("original request").task_id
+    plan_step = runner.get_upcoming_steps(task_id)[0]
+
+    preview = runner.preview_messages(task_id, plan_step.step_id, "the edited request")
+    out = runner.run_step(task_id, plan_step.step_id, "the edited request")
+
+    assert preview == out.messages_sent == llm.requests[-1]
+    assert preview[-1].content == "the edited request"
+    delegate = next(s for s in runner.get_upcoming_steps(task_id) if s.kind is StepKind.DELEGATE)
+    preview = runner.preview_messages(task_id, delegate.step_id)
+    runner.run_step(task_id, delegate.step_id)
+    assert preview == llm.requests[-1]  # The sub-agent's prompt, as it was sent.
+    final = runner.get_upcoming_steps(task_id)[0]
+    preview = runner.preview_messages(task_id, final.step_id, "be brief")
+    assert runner.run_step(task_id, final.step_id, "be brief").messages_sent == preview
