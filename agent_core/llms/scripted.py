@@ -21,13 +21,15 @@ _WORDS = re.compile(r"\S+\s*|\s+")
 _CONTENT = operator.attrgetter("content")
 
 
-def _as_response(reply: Reply, messages: Sequence[ChatMessage], model: str) -> ChatResponse:
+def _as_response(
+    reply: Reply, messages: Sequence[ChatMessage], model: str, tools: Sequence[ToolSpec] = ()
+) -> ChatResponse:
     if isinstance(reply, ChatResponse):
         if reply.usage.total_tokens or reply.usage.cost_usd is not None:
             return reply  # The script says what the call cost.
         # Estimated like a text reply, so a tool-calling demo counts tokens as a ReAct one.
         calls = "".join(f"{call.name}{json.dumps(call.args)}" for call in reply.tool_calls)
-        usage = _estimated_usage(messages, reply.text + calls)
+        usage = _estimated_usage(messages, reply.text + calls, tools)
         return reply.model_copy(update={"usage": usage})
     if not isinstance(reply, str):
         raise LLMError(
@@ -36,14 +38,19 @@ def _as_response(reply: Reply, messages: Sequence[ChatMessage], model: str) -> C
         )
     return ChatResponse(
         message=ChatMessage(role="assistant", content=reply),
-        usage=_estimated_usage(messages, reply),
+        usage=_estimated_usage(messages, reply, tools),
         model=model,
     )
 
 
-def _estimated_usage(messages: Sequence[ChatMessage], reply: str) -> Usage:
-    # Counted in C (map/len): this runs every call over the whole history.
-    prompt_tokens = -(-sum(map(len, map(_CONTENT, messages))) // CHARS_PER_TOKEN)
+def _estimated_usage(
+    messages: Sequence[ChatMessage], reply: str, tools: Sequence[ToolSpec]
+) -> Usage:
+    # Counted in C (map/len): this runs every call over the whole history. Tool specs count
+    # as a provider counts them: as part of the prompt.
+    chars = sum(map(len, map(_CONTENT, messages)))
+    chars += sum(len(spec.model_dump_json()) for spec in tools)
+    prompt_tokens = -(-chars // CHARS_PER_TOKEN)
     return Usage(prompt_tokens=prompt_tokens, completion_tokens=estimate_tokens(reply))
 
 
@@ -123,7 +130,7 @@ class ScriptedLLM(_NoNetworkLLM):
             )
         reply = self._replies[self._next]
         self._next += 1
-        return _as_response(reply, messages, self.model)
+        return _as_response(reply, messages, self.model, tools)
 
 
 class FunctionLLM(_NoNetworkLLM):
@@ -140,7 +147,7 @@ class FunctionLLM(_NoNetworkLLM):
         reply = self._fn(messages, tools)
         if inspect.isawaitable(reply):
             reply = await reply
-        return _as_response(reply, messages, self.model)
+        return _as_response(reply, messages, self.model, tools)
 
 
 class HumanLLM(_NoNetworkLLM):
@@ -172,4 +179,4 @@ class HumanLLM(_NoNetworkLLM):
             raise LLMError(
                 "the model here is you: type the model's reply for this step, then run it"
             )
-        return _as_response(self._queued.pop(0), messages, self.model)
+        return _as_response(self._queued.pop(0), messages, self.model, tools)
