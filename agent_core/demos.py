@@ -172,8 +172,8 @@ _SCRIPTS = (
 
 OFF_SCRIPT = _answer(
     "I am the scripted demo model, so I only know the built-in scenarios. Pick a scenario, "
-    "type the replies yourself in 'you are the model' mode, or set up OpenAI or Anthropic in "
-    "Settings to use a real model."
+    "type the replies yourself in 'you are the model' mode, or set up an OpenAI or Anthropic "
+    "model to use a real one."
 )
 
 

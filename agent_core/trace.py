@@ -35,7 +35,7 @@ _MB = 1024 * 1024
 MAX_TRACE_BYTES = 50 * _MB
 """The largest trace `import_trace` accepts (50 MB)."""
 
-_HOW_TO_GET_ONE = "export the task again (Tasks page, Export) and import that file"
+_HOW_TO_GET_ONE = "export the task again (export_trace) and import that file"
 _MAX_PROBLEMS_SHOWN = 3
 _MAX_SHOWN_CHARS = 60
 
