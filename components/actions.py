@@ -1,8 +1,12 @@
 """Running a runtime action from a button: errors become messages, never tracebacks.
 
-Messages from the runtime can quote model or tool text (a step's error, a breakpoint's tool
-name), so they are shown with `st.text`, never through markdown (`st.error`, `st.info`...),
-which would interpret them.
+An error is shown in the app's words (`components.messages.describe`): it names the button or
+page that fixes it and calls steps by number. The sentence can quote model or tool text (a
+step's error, a tool's name), so it goes into its coloured box through `messages.plain`, which
+Streamlit's markdown shows character for character. Success is a toast: the app's own words.
+
+A notice is shown after the rerun that follows the click, either at the top of the page or,
+given `where=`, by the `show_notice(where=...)` the page draws next to the control.
 """
 
 from __future__ import annotations
@@ -14,56 +18,80 @@ from typing import Any
 import streamlit as st
 
 from agent_core.errors import AgentCoreError
+from agent_core.types import TaskState
 from components import state
+from components.messages import describe, humanize, plain
 
 __all__ = ["attempt", "show_message", "show_notice"]
 
 logger = logging.getLogger("stepwise.app")
 
-_HEADLINES = {
-    "error": "That did not work:",
-    "warning": "Note:",
-    "info": "Done:",
-}
+_BOXES = {"info": st.info, "warning": st.warning, "success": st.success, "error": st.error}
+_ICONS = {"info": ":material/info:", "warning": ":material/warning:", "error": ":material/error:"}
 
 
-def attempt(action: Callable[[], Any], *, success: str | None = None) -> bool:
-    """Run `action`; on failure keep a readable notice for the next rerun. True if it worked.
+def attempt(
+    action: Callable[[], Any],
+    *,
+    success: str | None = None,
+    task_state: TaskState | None = None,
+    where: str | None = None,
+) -> bool:
+    """Run `action`; on failure keep a sentence to show after the rerun. True if it worked.
 
-    `success` is shown as markdown, so it must be the app's own text, never model output.
+    Args:
+        action: The runtime call.
+        success: The app's own words for a toast when it worked (markdown: never model text).
+        task_state: The task as the page showed it, so errors name its steps by number.
+        where: The place the page shows the error (see `show_notice`); None: the page's top.
     """
     try:
         action()
     except AgentCoreError as exc:
-        state.push_notice("error", str(exc))
+        state.push_notice("error", describe(exc, task_state), where=where)
         return False
     except Exception as exc:  # A bug, not a user error: log the traceback, show a sentence.
         logger.exception("action failed")
-        state.push_notice("error", f"Something went wrong ({type(exc).__name__}: {exc}).")
+        state.push_notice("error", describe(exc, task_state), where=where)
         return False
     if success:
-        state.push_notice("success", success)
+        state.push_notice("success", success, where=where)
     return True
 
 
-def show_message(kind: str, text: str, *, headline: str | None = None) -> None:
-    """A box of `kind` with the app's `headline`, and `text` below it as plain text."""
-    box = {"info": st.info, "warning": st.warning, "success": st.success}.get(kind, st.error)
-    box(headline or _HEADLINES.get(kind, _HEADLINES["error"]))
-    st.text(text)
+def show_message(
+    kind: str,
+    text: str | BaseException,
+    *,
+    headline: str | None = None,
+    task_state: TaskState | None = None,
+) -> None:
+    """One box of `kind` holding the app's `headline` (markdown) and `text` (shown as typed).
 
-
-def show_notice() -> None:
-    """Show the notice the last action left, once.
-
-    Success notices are the app's own sentences; any other notice may quote the runtime (and
-    so the model), and is shown as plain text under a fixed headline.
+    `text` may quote the runtime, and so the model: it is put in the app's words (an error
+    is described, ids become step names) and escaped, never interpreted as markdown or HTML.
     """
-    notice = state.pop_notice()
+    if isinstance(text, BaseException):
+        body = describe(text, task_state)
+    else:
+        body = humanize(text, task_state) if kind != "success" else text
+    markdown = plain(body)
+    if headline:
+        markdown = f"**{headline}**  \n{markdown}" if body else f"**{headline}**"
+    box = _BOXES.get(kind, st.error)
+    box(markdown, icon=_ICONS.get(kind))
+
+
+def show_notice(where: str | None = None) -> None:
+    """Show the notice the last action left for `where` (None: the top of the page), once.
+
+    Success is a toast (the app's own words); anything else is a box here, in plain text.
+    """
+    notice = state.pop_notice(where)
     if notice is None:
         return
     kind, text = notice
     if kind == "success":
-        st.success(text)
+        st.toast(text, icon=":material/check_circle:")
     else:
         show_message(kind, text)

@@ -24,13 +24,15 @@ DB_ENV = "STEPWISE_DB"
 DEFAULT_DB = "stepwise.db"
 
 
-@st.cache_resource
+# No cached function shows Streamlit's default spinner: it names the function ("Running
+# `_runner(...)`"), an internal name. The store opens at once; a runner may take a moment.
+@st.cache_resource(show_spinner=False)
 def shared_store() -> SQLiteStore:
     """The embedded database ($STEPWISE_DB, default ./stepwise.db)."""
     return SQLiteStore(os.environ.get(DB_ENV, DEFAULT_DB))
 
 
-@st.cache_resource(max_entries=32)
+@st.cache_resource(max_entries=32, show_spinner="Preparing the agent…")
 def _runner(
     spec_json: str, prices_json: str, key_id: str, code_generation: int, _api_key: str | None
 ):

@@ -26,6 +26,7 @@ from agent_core.llms.openai import OPENAI_COMPATIBLE_PRESETS
 from agent_core.llms.pricing import DEFAULT_PRICES
 from agent_core.spec import DEFAULT_MODELS, AgentSpec, ProviderName
 from components import state
+from components.messages import plural
 from components.task_form import model_label
 
 __all__ = [
@@ -522,5 +523,7 @@ def render_price_section() -> None:
         st.error(str(error))
         return
     if state.set_price_overrides(new):
-        state.push_notice("success", f"Prices saved ({len(new)} differ from the built-in table).")
+        differ = "differs" if len(new) == 1 else "differ"
+        saved = f"Prices saved ({plural(len(new), 'model')} {differ} from the built-in table)."
+        state.push_notice("success", saved)
     st.rerun()

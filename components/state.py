@@ -24,7 +24,8 @@ _TASK = "stepwise.task_id"
 _SPEC = "stepwise.spec"
 _KEYS = "stepwise.keys"
 _PRICES = "stepwise.prices"
-_NOTICE = "stepwise.notice"
+_NOTICE = "stepwise.notices"
+_PAGE_RUN = "stepwise.page_run"
 
 SAVED_SPEC = "new_task_spec"
 """The store setting holding the spec new tasks use (an `AgentSpec` as JSON, no workspace)."""
@@ -106,15 +107,45 @@ def load_saved_settings() -> None:
     price_overrides()
 
 
-def push_notice(kind: str, text: str) -> None:
-    """A message to show once after the next rerun (kind: success, info, warning, error)."""
-    st.session_state[_NOTICE] = (kind, text)
+def push_notice(kind: str, text: str, *, where: str | None = None) -> None:
+    """A message to show once after the next rerun (kind: success, info, warning, error).
+
+    `where` names the place on the page that shows it (the control that was clicked, say
+    "controls"); None is the page's top. A notice no page run showed is dropped by the run
+    after the one it was meant for, so it never turns up later beside an unrelated click.
+    """
+    notices = dict(st.session_state.get(_NOTICE) or {})
+    notices[where] = (kind, text, _page_run())
+    st.session_state[_NOTICE] = notices
 
 
-def pop_notice() -> tuple[str, str] | None:
-    """The pending notice, if any (shown once)."""
-    notice: Any = st.session_state.pop(_NOTICE, None)
-    return notice
+def pop_notice(where: str | None = None) -> tuple[str, str] | None:
+    """The pending notice for `where`, if any (shown once).
+
+    The page's top (`where=None`) is read first on every run, so that call also counts the
+    runs and forgets notices left over from earlier ones.
+    """
+    if where is None:
+        _count_page_run()
+    notices: dict[str | None, tuple[str, str, int]] = dict(st.session_state.get(_NOTICE) or {})
+    found = notices.pop(where, None)
+    st.session_state[_NOTICE] = notices
+    if found is None:
+        return None
+    kind, text, _ = found
+    return kind, text
+
+
+def _page_run() -> int:
+    return int(st.session_state.get(_PAGE_RUN, 0))
+
+
+def _count_page_run() -> None:
+    run = _page_run() + 1
+    st.session_state[_PAGE_RUN] = run
+    notices: dict[str | None, tuple[str, str, int]] = st.session_state.get(_NOTICE) or {}
+    # Pushed in the run before this one (the click's run, or its callback): still to show.
+    st.session_state[_NOTICE] = {w: n for w, n in notices.items() if n[2] >= run - 1}
 
 
 # --- the saved settings ---------------------------------------------------------------------

@@ -17,11 +17,12 @@ from agent_core.llms.openai import OPENAI_COMPATIBLE_PRESETS
 from agent_core.spec import DEFAULT_MODELS, AgentSpec
 from agent_core.user_code import UserCodeRegistry, default_registry
 from components import runtime, state
-from components.actions import attempt, show_message
+from components.actions import attempt, show_message, show_notice
 from components.user_code_view import render_code_error, render_user_code
 
 __all__ = [
     "PROVIDERS",
+    "SUB_AGENTS",
     "TOOLS",
     "USER_AGENT_PREFIX",
     "WORKERS",
@@ -41,6 +42,8 @@ PROVIDERS = {
 }
 TOOLS = ("arithmetic", "calculator", "files", "python", "image")
 _REAL_PROVIDERS = ("openai", "anthropic")
+_FORM, _SCENARIOS = "create-form", "scenarios"
+"""Where a failed Create task (or demo Start) says why: under the button that was clicked."""
 
 
 def model_label(spec: AgentSpec) -> str:
@@ -73,6 +76,12 @@ def _server_address_problem(spec: AgentSpec) -> str | None:
     return None
 
 
+def _planner_problem(spec: AgentSpec) -> str | None:
+    if spec.agent is None and spec.worker == "planner" and not spec.sub_agents:
+        return "Pick at least one sub-agent: the planner hands each plan item to one."
+    return None
+
+
 def _create(spec: AgentSpec, text: str) -> None:
     task = runtime.runner_for(spec).create_task(text)
     state.set_current_task_id(task.task_id)
@@ -87,8 +96,9 @@ def _render_scenarios() -> None:
             st.markdown(f"**{scenario.title}**")
             st.caption(scenario.description)
             if st.button("Start", key=f"scenario-{scenario.name}"):
-                attempt(lambda s=scenario: _create(s.spec, s.task))
+                attempt(lambda s=scenario: _create(s.spec, s.task), where=_SCENARIOS)
                 st.rerun()
+    show_notice(where=_SCENARIOS)
 
 
 def _pick_model(default: AgentSpec, provider: str) -> tuple[str, str | None]:
@@ -145,6 +155,30 @@ def _pick_tools(default: AgentSpec, registry: UserCodeRegistry) -> list[str]:
     )
 
 
+SUB_AGENTS = {
+    "code": "Code (writes and runs Python)",
+    "file": "Files (reads and writes the task's files)",
+    "image": "Images (draws pictures)",
+}
+"""The planner's sub-agents, as the form names them."""
+_APPROVAL_HELP = {
+    False: "Each tool call the agent proposes waits for you to approve, edit or reject it.",
+    True: "Each tool call a sub-agent proposes (run_python, write_file, make_image...) waits "
+    "for you to approve, edit or reject it.",
+}
+
+
+def _pick_sub_agents(default: AgentSpec) -> list[str]:
+    return st.multiselect(
+        "Sub-agents",
+        list(SUB_AGENTS),
+        default=[name for name in default.sub_agents if name in SUB_AGENTS],
+        format_func=SUB_AGENTS.__getitem__,
+        key="form-sub-agents",
+        help="The agents the planner can hand plan items to; each brings its own tools.",
+    )
+
+
 def _pick_agent(default: AgentSpec, registry: UserCodeRegistry) -> AgentSpec:
     worker_col, provider_col = st.columns(2)
     worker = _pick_worker(default, registry, worker_col)
@@ -173,9 +207,16 @@ def _pick_agent(default: AgentSpec, registry: UserCodeRegistry) -> AgentSpec:
     }
     if agent is None:
         update["worker"] = worker
-        update["tools"] = tuple(_pick_tools(default, registry))
+        # Each worker shows only what it uses: the planner's sub-agents bring their own tools.
+        if worker == "planner":
+            update["sub_agents"] = tuple(_pick_sub_agents(default))
+        else:
+            update["tools"] = tuple(_pick_tools(default, registry))
         update["tool_approval"] = st.checkbox(
-            "Ask me before each tool call", value=default.tool_approval, key="form-approval"
+            "Ask me before each tool call",
+            value=default.tool_approval,
+            key="form-approval",
+            help=_APPROVAL_HELP[worker == "planner"],
         )
     else:
         st.caption("Your agent gets the model chosen here and brings its own tools.")
@@ -197,7 +238,7 @@ def _create_checked(spec: AgentSpec, text: str) -> bool:
         return False
     except AgentCoreError:
         pass  # No key, say: `attempt` reports it after the rerun, as for any action.
-    attempt(lambda: _create(spec, text))
+    attempt(lambda: _create(spec, text), where=_FORM)
     return True
 
 
@@ -219,9 +260,10 @@ def render_create_form() -> None:
         if not text.strip():
             st.warning("Type the task first: what should the agent do?")
             return
-        if problem := _server_address_problem(spec):
+        if problem := _server_address_problem(spec) or _planner_problem(spec):
             st.error(problem)
             return
         state.set_agent_spec(spec)
         if _create_checked(spec, text):
             st.rerun()
+    show_notice(where=_FORM)  # What the last Create task said, under the button.
