@@ -1,17 +1,28 @@
-"""The live step DAG: vis-network through pyvis, served from the app's own static folder.
+"""The live step DAG: a Streamlit component that draws it with vis-network and reports clicks.
 
-pyvis writes the page; we then strip every tag that would load from a CDN (its Bootstrap and
+`render_dag` draws the graph with the bidirectional component in `dag_component/` (a plain
+`index.html` + `dag.js` speaking Streamlit's components v1 protocol, no build step): the
+graph goes to the browser as JSON data, and a click on a node comes back as that step's id.
+vis-network is loaded from the component's own folder, copied there (and to the app's static
+folder) from the pinned pyvis package by `ensure_static_assets`; nothing loads from a CDN.
+Step text is drawn by vis-network on a canvas with `font.multi` off, so it is never parsed as
+markup, and `dag.js` builds tooltips and the legend with `textContent`, never `innerHTML`.
+When the component cannot be shown, `st.graphviz_chart` draws the same graph.
+
+`dag_html` writes the same graph as one self-contained page (used by `make bench`). pyvis
+writes the page; we then strip every tag that would load from a CDN (its Bootstrap and
 vis-network links) and load vis-network from `/app/static/`, copied there from the pinned
-pyvis package. When vis-network cannot be shown, `st.graphviz_chart` draws the same graph.
+pyvis package.
 
-Step text (labels, tooltips) reaches the page only inside JSON strings that pyvis writes
-with Jinja's `tojson`, which writes `<`, `>`, `&` and `'` as JSON unicode escapes: no step
-text can close the script or form a tag. vis-network draws labels on a canvas with
-`font.multi` off, so they are never parsed as markup. HTML-escaping them for `multi: "html"`
-does not work in vis-network 9.1.2: its entity decoding is broken, so `&lt;img` is drawn
-garbled, and a label holding `&` and an unmatched `(` throws and blanks the graph. Tooltips
-are built by `_AFTER_DRAW` as DOM text (`textContent`). No node gets a `title` from pyvis:
-pyvis swaps in a popup that sets `innerHTML` from the title when any title contains "href".
+In that page, step text (labels, tooltips) reaches the page only inside JSON strings that
+pyvis writes with Jinja's `tojson`, which writes `<`, `>`, `&` and `'` as JSON unicode
+escapes: no step text can close the script or form a tag. vis-network draws labels on a
+canvas with `font.multi` off (in the component too), so they are never parsed as markup.
+HTML-escaping them for `multi: "html"` does not work in vis-network 9.1.2: its entity
+decoding is broken, so `&lt;img` is drawn garbled, and a label holding `&` and an unmatched
+`(` throws and blanks the graph. Tooltips are built by `_AFTER_DRAW` as DOM text
+(`textContent`). No node gets a `title` from pyvis: pyvis swaps in a popup that sets
+`innerHTML` from the title when any title contains "href".
 """
 
 from __future__ import annotations
@@ -20,27 +31,37 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 import pyvis
 import streamlit as st
+import streamlit.components.v1 as st_components
 from pyvis.network import Network
 
-from agent_core.dag import build_dag, collapse_older, to_dot, to_vis_data
+from agent_core import dag as dag_model
+from agent_core.dag import STATUS_COLORS, build_dag, collapse_older, to_dot, to_vis_data
 from agent_core.types import TaskState
 
 __all__ = [
+    "COMPONENT_DIR",
     "MAX_DRAWN_STEPS",
     "STATIC_DIR",
     "VIS_NETWORK_URL",
+    "dag_data",
     "dag_html",
     "ensure_static_assets",
+    "legend_items",
     "render_dag",
 ]
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+COMPONENT_DIR = Path(__file__).resolve().parent / "dag_component"
+"""The DAG component's frontend (index.html, dag.js) and its copy of vis-network."""
+COMPONENT_NAME = "stepwise_dag"
 VIS_NETWORK_FILE = "vis-network.min.js"
 VIS_NETWORK_URL = f"/app/static/{VIS_NETWORK_FILE}"
 MAX_DRAWN_STEPS = 60
@@ -101,18 +122,19 @@ _AFTER_DRAW = """
 
 
 def ensure_static_assets() -> Path:
-    """Copy vis-network from the pyvis package into the app's static folder (once).
+    """Copy vis-network from pyvis into the static and DAG component folders (once).
 
-    The copy is written beside the target and renamed into place, so a browser (or a second
-    app process) never loads a half-written script.
+    Returns the static folder's copy. Each copy is written beside its target and renamed
+    into place, so a browser (or a second app process) never loads a half-written script.
     """
-    target = STATIC_DIR / VIS_NETWORK_FILE
-    if not target.exists() or target.stat().st_size != _PYVIS_VIS.stat().st_size:
-        STATIC_DIR.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        shutil.copyfile(_PYVIS_VIS, partial)
-        os.replace(partial, target)
-    return target
+    for folder in (STATIC_DIR, COMPONENT_DIR):
+        target = folder / VIS_NETWORK_FILE
+        if not target.exists() or target.stat().st_size != _PYVIS_VIS.stat().st_size:
+            folder.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            shutil.copyfile(_PYVIS_VIS, partial)
+            os.replace(partial, target)
+    return STATIC_DIR / VIS_NETWORK_FILE
 
 
 def _tip(node: dict[str, Any]) -> str:
@@ -155,16 +177,102 @@ def dag_html(state: TaskState, *, height: int = 420, max_steps: int = MAX_DRAWN_
     return page.replace("</body>", f"{_AFTER_DRAW}</body>", 1)
 
 
-def render_dag(state: TaskState, *, height: int = 420) -> None:
-    """Draw the DAG in an iframe; fall back to Graphviz if the page cannot be built."""
+def dag_data(state: TaskState, *, max_steps: int = MAX_DRAWN_STEPS) -> dict[str, Any]:
+    """The component's graph: vis nodes (plain text, a `tip` each), edges, options, legend.
+
+    Runs longer than `max_steps` steps show their newest `max_steps` steps and one node that
+    stands for the older ones. Each node's `status` is its status group (read by tests and
+    tools; vis-network ignores it).
+    """
+    data = to_vis_data(collapse_older(build_dag(state), keep=max_steps))
+    nodes = [
+        {
+            "id": node["id"],
+            "label": node["label"],
+            "shape": "box",
+            "color": node["color"],
+            "font": node["font"],
+            "level": node["level"],
+            "shapeProperties": node["shapeProperties"],
+            "tip": _tip(node),
+            "status": node["group"],
+        }
+        for node in data["nodes"]
+    ]
+    edges = [
+        {"from": edge["from"], "to": edge["to"], "dashes": edge["dashes"]} for edge in data["edges"]
+    ]
+    legend = legend_items(data["legend"]) if "legend" in data else legend_items()
+    return {"nodes": nodes, "edges": edges, "options": _OPTIONS, "legend": legend}
+
+
+def legend_items(entries: Any = None) -> list[dict[str, Any]]:
+    """What each node colour means: `{"label", "color"}` (and `meaning`) per entry.
+
+    `entries` are the runtime's legend (`to_vis_data(...)["legend"]`: (group, colour,
+    meaning) tuples); without them, `agent_core.dag.legend()` when the runtime has one, else
+    one entry per status colour.
+    """
+    if entries is None:
+        legend = getattr(dag_model, "legend", None)
+        entries = legend() if callable(legend) else STATUS_COLORS
+    listed = list(entries.items()) if isinstance(entries, dict) else list(entries)
+    return [item for entry in listed if (item := _legend_item(entry)) is not None]
+
+
+def _legend_item(entry: Any) -> dict[str, Any] | None:
+    if not isinstance(entry, (tuple, list)) or len(entry) < 2:
+        return None
+    group, color, *rest = entry
+    item = {"label": str(group).replace("_", " "), "color": str(color)}
+    if rest:
+        item["meaning"] = str(rest[0])
+    return item
+
+
+def _component() -> Any:
+    # Declared on each draw: Streamlit registers a component only while a script runs, and
+    # this module may have been imported before (a test, the CLI).
+    return st_components.declare_component(COMPONENT_NAME, path=str(COMPONENT_DIR))
+
+
+def _clicked(key: str, on_select: Callable[[str | None], None]) -> None:
+    value = st.session_state.get(key)
+    if isinstance(value, dict):
+        step = value.get("step")
+        on_select(step if isinstance(step, str) else None)
+
+
+def render_dag(
+    state: TaskState,
+    *,
+    height: int = 420,
+    selected: str | None = None,
+    on_select: Callable[[str | None], None] | None = None,
+    key: str | None = None,
+) -> None:
+    """Draw the DAG with the click-aware component; fall back to Graphviz if it cannot load.
+
+    `selected` is drawn selected. A click on a step calls `on_select` with its id (None for
+    a click on empty space) before the page reruns, like a widget's `on_change`.
+    """
     if not state.steps:
         st.caption("No steps yet.")
         return
+    key = key or f"dag-{state.task_id}"
     try:
-        ensure_static_assets()  # A page without its script would stay blank.
-        page = dag_html(state, height=height)
-    except Exception as exc:  # pyvis or the static copy failed: still show the graph.
+        ensure_static_assets()  # A component without its script would stay blank.
+        data = dag_data(state)
+        component = _component()
+    except Exception as exc:  # The static copy or the component failed: still show the graph.
         st.caption(f"Interactive graph unavailable ({type(exc).__name__}); showing Graphviz.")
         st.graphviz_chart(to_dot(collapse_older(build_dag(state), keep=MAX_DRAWN_STEPS)))
         return
-    st.iframe(page, height=height + 10)
+    component(
+        **data,
+        selected=selected,
+        height=height,
+        key=key,
+        default=None,
+        on_change=None if on_select is None else partial(_clicked, key, on_select),
+    )

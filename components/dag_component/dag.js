@@ -1,0 +1,132 @@
+// The step DAG as a bidirectional Streamlit component, without streamlit-component-lib:
+// it speaks the components v1 protocol (postMessage to the parent page) itself.
+//   in:  "streamlit:render" with args {nodes, edges, options, selected, height, legend}
+//   out: "streamlit:componentReady", "streamlit:setFrameHeight", and on a click
+//        "streamlit:setComponentValue" with {step: <step id or null>, click: <unique token>}.
+// Security: labels are drawn by vis-network on a canvas (font.multi off, so never markup);
+// tooltips and the legend are built with textContent: no step text is ever parsed as HTML.
+(function () {
+  "use strict";
+
+  var COLLAPSED = "collapsed"; // agent_core.dag.COLLAPSED_NODE: stands for folded steps.
+  var graph = document.getElementById("graph");
+  var legendBox = document.getElementById("legend");
+  var network = null;
+  var nodes = null;
+  var edges = null;
+  var drawn = null; // The JSON of the data last drawn: redraw only when it changes.
+  var lastLegend = null;
+
+  function send(type, fields) {
+    var message = { isStreamlitMessage: true, type: type };
+    for (var name in fields) {
+      if (Object.prototype.hasOwnProperty.call(fields, name)) message[name] = fields[name];
+    }
+    window.parent.postMessage(message, "*");
+  }
+
+  function setHeight() {
+    send("streamlit:setFrameHeight", { height: document.body.scrollHeight });
+  }
+
+  function tooltip(text) {
+    var box = document.createElement("div");
+    box.textContent = text;
+    return box;
+  }
+
+  function visNode(node) {
+    var copy = {};
+    for (var name in node) {
+      if (name !== "tip" && name !== "title") copy[name] = node[name];
+    }
+    if (typeof node.tip === "string" && node.tip) copy.title = tooltip(node.tip);
+    return copy;
+  }
+
+  function drawLegend(items) {
+    var key = JSON.stringify(items || []);
+    if (key === lastLegend) return;
+    lastLegend = key;
+    while (legendBox.firstChild) legendBox.removeChild(legendBox.firstChild);
+    (items || []).forEach(function (item) {
+      var entry = document.createElement("span");
+      entry.className = "item";
+      var swatch = document.createElement("span");
+      swatch.className = "swatch";
+      swatch.style.background = String(item.color || "#ffffff");
+      var label = document.createElement("span");
+      label.textContent = String(item.label);
+      if (item.meaning) entry.title = String(item.meaning); // An attribute: plain text.
+      entry.appendChild(swatch);
+      entry.appendChild(label);
+      legendBox.appendChild(entry);
+    });
+  }
+
+  // When fitting the whole graph made labels too small to read, show the newest step near
+  // the bottom at a readable zoom (the user zooms out for more).
+  function frame() {
+    var ids = nodes.getIds();
+    if (ids.length && network.getScale() < 0.6) {
+      var newest = ids[ids.length - 1];
+      var below = graph.clientHeight / 2 - 60;
+      network.moveTo({
+        position: network.getPositions([newest])[newest], scale: 0.9, offset: { x: 0, y: below }
+      });
+    }
+  }
+
+  function onClick(params) {
+    var id = params.nodes.length ? params.nodes[0] : null;
+    if (id === COLLAPSED) return; // Not a step: nothing to select.
+    if (id === null && params.edges.length) return; // An edge: keep the selection.
+    var token = String(Date.now()) + ":" + Math.random().toString(36).slice(2);
+    send("streamlit:setComponentValue", { value: { step: id, click: token }, dataType: "json" });
+  }
+
+  function draw(args) {
+    var data = JSON.stringify([args.nodes, args.edges, args.options]);
+    if (data === drawn) return;
+    drawn = data;
+    nodes = new vis.DataSet(args.nodes.map(visNode));
+    edges = new vis.DataSet(args.edges);
+    if (network === null) {
+      network = new vis.Network(graph, { nodes: nodes, edges: edges }, args.options);
+      network.on("click", onClick);
+    } else {
+      network.setOptions(args.options);
+      network.setData({ nodes: nodes, edges: edges });
+    }
+    frame();
+    // Read by the browser tests (and handy in the console).
+    window.stepwiseDag = { nodes: nodes, edges: edges, network: network };
+  }
+
+  function select(id) {
+    if (id !== null && id !== undefined && nodes.get(id) !== null) {
+      network.selectNodes([id]);
+    } else {
+      network.unselectAll();
+    }
+  }
+
+  function render(args) {
+    graph.style.height = String(args.height || 420) + "px";
+    drawLegend(args.legend);
+    if (typeof vis === "undefined") {
+      document.getElementById("missing").style.display = "block";
+    } else {
+      draw(args);
+      select(args.selected);
+    }
+    setHeight();
+  }
+
+  window.addEventListener("message", function (event) {
+    if (event.source !== window.parent) return; // Only the Streamlit page talks to us.
+    var data = event.data;
+    if (data && data.type === "streamlit:render" && data.args) render(data.args);
+  });
+  send("streamlit:componentReady", { apiVersion: 1 });
+})();
