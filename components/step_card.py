@@ -1,18 +1,86 @@
-"""A completed (or undone) step as a card: thought, action, observation, output, and costs.
+"""A step in history as a card: its input or call, thought, actions, output, and costs.
 
-Model and tool text is shown with `st.code`, which never interprets it as markup; captions
-and the card's title hold only the app's own words and numbers.
+Model and tool text is shown with `st.code`, which never interprets it as markup. The card's
+title holds the app's own words and numbers, plus a rejection reason made safe for markdown.
+Arguments are shown as the model wrote them (121, not 121.0); a multi-line argument (code, a
+file's content) gets a code block of its own instead of one JSON-escaped line.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+from typing import Any
 
 import streamlit as st
 
-from agent_core.types import StepInput, StepKind, StepStatus, TaskStepOutput
+from agent_core.dag import display_value, format_result, rejection_of
+from agent_core.llms.base import Usage
+from agent_core.types import StepInput, StepKind, StepStatus, TaskStep, TaskStepOutput
+from components.memory_view import render_memory
+from components.messages import cost_text, plain, plural
 
-__all__ = ["card_title", "render_step_card"]
+__all__ = ["card_title", "render_call", "render_step_card", "usage_text"]
+
+_BLOCK_MIN_CHARS = 200
+"""A string argument this long gets its own block even on one line."""
+_REASON_SHOWN_CHARS = 60
+_LANGUAGES = {
+    ".py": "python",
+    ".html": "html",
+    ".htm": "html",
+    ".svg": "xml",
+    ".xml": "xml",
+    ".json": "json",
+    ".js": "javascript",
+    ".css": "css",
+    ".md": "markdown",
+    ".sh": "bash",
+    ".sql": "sql",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".toml": "toml",
+}
+_CODE_ARGS = ("code", "source", "script", "program")
+
+
+def usage_text(usage: Usage) -> list[str]:
+    """Tokens and cost as title parts ("120 tokens", "$0.0012"); none when no model ran."""
+    if not usage.total_tokens and not usage.cost_usd:
+        return []
+    return [plural(usage.total_tokens, "token"), cost_text(usage.cost_usd)]
+
+
+def _reason_label(reason: str) -> str:
+    flat = " ".join(reason.split())
+    if not flat:
+        return "rejected"
+    if len(flat) > _REASON_SHOWN_CHARS:
+        flat = flat[: _REASON_SHOWN_CHARS - 1].rstrip() + "…"
+    return f'rejected: "{plain(flat)}"'
+
+
+def card_title(output: TaskStepOutput) -> str:
+    """One line: number, kind, status, tokens, cost and latency (user text only escaped)."""
+    step = output.task_step
+    parts = [f"Step {step.number or '?'} · {step.kind.value}"]
+    if step.status is not StepStatus.COMPLETED:
+        parts.append(step.status.value)
+    rejection = rejection_of(step, output)
+    if rejection is not None:
+        parts.append(_reason_label(rejection))
+    elif step.edited:
+        parts.append("edited")
+    if step.kind is not StepKind.HUMAN and step.status is not StepStatus.SKIPPED:
+        parts += usage_text(output.usage)
+        parts.append(f"{output.latency_ms:,.0f} ms")
+    if output.is_last and step.status is StepStatus.COMPLETED:
+        parts.append("last step")
+    return " · ".join(part for part in parts if part)
+
+
+# ------------------------------------------------------------------------------- pieces
 
 
 def _text(value: StepInput | object, *, empty: str = "(none)") -> str:
@@ -20,69 +88,163 @@ def _text(value: StepInput | object, *, empty: str = "(none)") -> str:
         return empty
     if isinstance(value, str):
         return value
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    return json.dumps(display_value(value), indent=2, ensure_ascii=False, default=str)
 
 
 def _code(text: str, *, language: str | None = None) -> None:
     st.code(text, language=language, wrap_lines=True)
 
 
-def card_title(output: TaskStepOutput) -> str:
-    """One line: number, kind, status, tokens, cost and latency (no model text)."""
-    step = output.task_step
-    usage = output.usage
-    parts = [f"Step {step.number or '?'} · {step.kind.value}"]
-    if step.status is not StepStatus.COMPLETED:
-        parts.append(step.status.value)
-    if step.edited:
-        parts.append("edited")
-    if step.kind is not StepKind.HUMAN:
-        parts.append(f"{usage.total_tokens:,} tokens")
-        if usage.cost_usd is not None:
-            parts.append(f"${usage.cost_usd:.4f}")
-        elif usage.total_tokens:  # A model ran at no known price (a step without one costs 0).
-            parts.append("cost unknown")
-        parts.append(f"{output.latency_ms:,.0f} ms")
-    if output.is_last:
-        parts.append("last step")
-    return " · ".join(parts)
+def _is_block(value: object) -> bool:
+    return isinstance(value, str) and ("\n" in value.strip() or len(value) >= _BLOCK_MIN_CHARS)
 
 
-def _render_input(output: TaskStepOutput) -> None:
+def _language(name: str, args: Mapping[str, Any]) -> str | None:
+    """How to colour argument `name`: code as Python, a file's content by the file's type."""
+    if name in _CODE_ARGS:
+        return "python"
+    path = args.get("path") or args.get("file") or args.get("filename")
+    if isinstance(path, str):
+        return _LANGUAGES.get(PurePosixPath(path).suffix.lower())
+    return None
+
+
+def _call_of(value: StepInput) -> tuple[str, Mapping[str, Any]] | None:
+    """The (tool, args) a tool step's input holds, if it is a well-formed call."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if not isinstance(value, Mapping):
+        return None
+    tool, args = value.get("tool"), value.get("args", {})
+    if isinstance(tool, str) and isinstance(args, Mapping):
+        return tool, args
+    return None
+
+
+def render_call(tool: str, args: Mapping[str, Any]) -> None:
+    """A tool call: ``tool({...})`` on one line, each multi-line argument in a block below it."""
+    inline = []
+    blocks = []
+    for name, value in args.items():
+        if _is_block(value):
+            blocks.append((name, value))
+            inline.append(f"{json.dumps(name, ensure_ascii=False)}: …")
+        else:
+            inline.append(
+                f"{json.dumps(name, ensure_ascii=False)}: "
+                f"{json.dumps(display_value(value), ensure_ascii=False, default=str)}"
+            )
+    _code(f"{tool}({{{', '.join(inline)}}})")
+    for name, value in blocks:
+        st.caption(f"Argument {plain(json.dumps(name, ensure_ascii=False))}")
+        _code(value, language=_language(name, args))
+
+
+def _render_value(value: StepInput, *, empty: str = "(no input)") -> None:
+    """A step input: a tool call as a call, anything else as text or JSON."""
+    call = _call_of(value) if isinstance(value, Mapping) else None
+    if call is not None:
+        render_call(*call)
+    else:
+        _code(_text(value, empty=empty))
+
+
+def _shown_input(step: TaskStep) -> StepInput:
+    # An older reject_step put its reason into the call; the card shows the reason apart.
+    if isinstance(step.input, Mapping) and "rejected" in step.input:
+        return {key: value for key, value in step.input.items() if key != "rejected"}
+    return step.input
+
+
+def _render_input(output: TaskStepOutput, *, rejected: bool) -> None:
     step = output.task_step
-    if step.edited:
+    shown = _shown_input(step)
+    if step.edited and not rejected:
         proposed, ran = st.columns(2)
         with proposed:
             st.caption("Proposed by the agent")
-            _code(_text(step.proposed_input, empty="(no input)"))
+            _render_value(step.proposed_input)
         with ran:
             st.caption("What ran (edited by you)")
-            _code(_text(step.input, empty="(no input)"))
-    elif step.input is not None:
-        st.caption("Your feedback" if step.kind is StepKind.HUMAN else "Input")
-        _code(_text(step.input))
-
-
-def render_step_card(output: TaskStepOutput, *, expanded: bool = False) -> None:
-    """Draw one completed or undone step."""
-    step = output.task_step
-    with st.expander(card_title(output), expanded=expanded):
-        _render_input(output)
+            _render_value(shown)
+    elif shown is not None:
         if step.kind is StepKind.HUMAN:
+            caption = "Your feedback"
+        elif rejected:
+            caption = "The call the agent proposed"
+        elif step.kind is StepKind.TOOL:
+            caption = "Call"
+        else:
+            caption = "Input"
+        st.caption(caption)
+        _render_value(shown)
+
+
+def _render_calls(output: TaskStepOutput, *, rejected: bool) -> None:
+    step = output.task_step
+    raw = _call_of(_shown_input(step)) if step.kind is StepKind.TOOL else None
+    for call in output.tool_calls:
+        if rejected:
+            st.caption("What the model was told instead")
+            _code(call.content)
+            continue
+        if raw is None:  # A tool step's call is shown as its input already.
+            st.caption("Action (failed)" if call.is_error else "Action")
+            render_call(call.tool_name, call.args)
+        st.caption("Result (an error)" if call.is_error else "Result")
+        _code(format_result(call.content))
+
+
+def _render_output(output: TaskStepOutput) -> None:
+    shown = output.output
+    results = {call.content for call in output.tool_calls}
+    if output.task_step.kind is StepKind.TOOL and (shown is None or str(shown) in results):
+        return  # The result is on the card already.
+    if isinstance(shown, str) and output.task_step.kind is StepKind.TOOL:
+        shown = format_result(shown)
+    st.caption("Output")
+    _code(_text(shown))
+
+
+def _render_messages_sent(output: TaskStepOutput, *, key: str) -> None:
+    messages = getattr(output, "messages_sent", None) or []
+    if not messages:
+        return
+    label = f"Messages sent to the model ({plural(len(messages), 'message')})"
+    if st.toggle(label, key=f"{key}-sent"):
+        render_memory(list(messages), key=f"{key}-sent")
+
+
+def render_step_card(output: TaskStepOutput, *, expanded: bool = False, key: str = "card") -> None:
+    """Draw one step of history (completed, skipped or undone).
+
+    `key` prefixes the card's widget keys; a page drawing the same step twice passes another.
+    """
+    step = output.task_step
+    card_key = f"{key}-{step.step_id}"
+    rejection = rejection_of(step, output)
+    with st.expander(card_title(output), expanded=expanded):
+        if step.status is StepStatus.SKIPPED:
+            st.caption("Skipped: this step did not run.")
+        if rejection is not None:
+            st.caption("You rejected this call, so it did not run. Your reason:")
+            _code(rejection or "(no reason given)")
+        _render_input(output, rejected=rejection is not None)
+        if step.kind is StepKind.HUMAN or step.status is StepStatus.SKIPPED:
             return
         if output.thought:
             st.caption("Thought")
             _code(output.thought)
-        for call in output.tool_calls:
-            st.caption("Action (failed)" if call.is_error else "Action")
-            _code(f"{call.tool_name}({json.dumps(call.args, ensure_ascii=False)})")
-            st.caption("Observation")
-            _code(call.content)
-        st.caption("Output")
-        _code(_text(output.output))
+        _render_calls(output, rejected=rejection is not None)
+        if rejection is None:
+            _render_output(output)
         if output.error:
             st.caption("Error")
             _code(output.error)
+        _render_messages_sent(output, key=card_key)
         if step.undo_warnings:
             st.warning("Undo could not revert everything this step did:")
             _code("\n".join(step.undo_warnings))

@@ -1,28 +1,38 @@
 """The Tasks page's pieces: the filtered task list, its rows, and trace export and import.
 
-A task's input came from a person or a model, so it is shown with `st.text`, never markdown.
+A task's input came from a person or a model, so it is shown with `st.text`, never markdown;
+its agent's name and file came from a person, so they are escaped (`messages.plain`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import streamlit as st
 
 from agent_core.errors import AgentCoreError, TaskNotFoundError
 from agent_core.llms.base import Usage
 from agent_core.store.base import Store, TaskSummary
+from agent_core.task_files import workspace_folder
 from agent_core.trace import MAX_TRACE_BYTES, export_trace, import_trace
-from agent_core.types import TaskStatus, short_id
+from agent_core.types import Task, TaskStatus, short_id
 from components import runtime, state
 from components.actions import attempt
+from components.messages import cost_text as _dollars
+from components.messages import plain, plural
+from components.task_form import agent_label, model_label
 
 __all__ = [
     "ALL_STATUSES",
+    "IMPORTED_BADGE",
     "PAGE_SIZE",
+    "agent_line",
     "cost_text",
+    "delete_note",
     "filter_tasks",
     "import_upload",
     "render_import",
@@ -31,6 +41,7 @@ __all__ = [
     "summary_line",
     "trace_data",
     "trace_file_name",
+    "workspace_file_count",
 ]
 
 logger = logging.getLogger("stepwise.app")
@@ -39,9 +50,11 @@ PAGE_SIZE = 50
 """How many tasks the list shows before "Show all"."""
 ALL_STATUSES = "all"
 _INPUT_SHOWN_CHARS = 160
+_MAX_FILES_COUNTED = 10_000
+IMPORTED_BADGE = "imported, read only"
 READ_ONLY_NOTE = (
-    "Imported traces are read-only: the task gets a new id and is shown as abandoned (or "
-    "completed), so nothing in it can run, be edited or be undone."
+    "An imported trace is read only: the copy gets a new id and keeps its status, and "
+    "nothing in it can run, be edited or be undone."
 )
 
 
@@ -61,17 +74,68 @@ def filter_tasks(tasks: Sequence[TaskSummary], *, status: str, query: str) -> li
 
 
 def cost_text(usage: Usage) -> str:
-    """The cost as dollars, or a dash when the model's price is unknown."""
-    return f"${usage.cost_usd:.4f}" if usage.cost_usd is not None else "cost —"
+    """The cost as dollars, "cost unknown" for tokens at no known price, "" when no model ran."""
+    if not usage.total_tokens and not usage.cost_usd:
+        return ""
+    return _dollars(usage.cost_usd)
 
 
 def summary_line(task: TaskSummary) -> str:
     """Status, steps, tokens, cost and time of a task; holds no model or user text."""
-    done = "1 step" if task.steps_completed == 1 else f"{task.steps_completed} steps"
+    parts = [
+        task.status.value,
+        f"{plural(task.steps_completed, 'step')} done",
+        f"{task.steps_upcoming:,} upcoming",
+        plural(task.usage.total_tokens, "token"),
+        cost_text(task.usage),
+        f"updated {task.updated_at:%Y-%m-%d %H:%M} UTC",
+        f"id {short_id(task.task_id)}",
+    ]
+    return " · ".join(part for part in parts if part)
+
+
+def agent_line(task_id: str) -> str:
+    """The task's agent and model, as the create form names them (plain text, not markdown)."""
+    try:
+        spec = runtime.spec_of(task_id)
+        return f"Agent: {agent_label(spec)} · Model: {model_label(spec)}"
+    except Exception:  # A stored spec this app cannot read (an old or hand-edited trace).
+        logger.debug("no readable agent spec for task %s", task_id, exc_info=True)
+        return "Agent and model unknown"
+
+
+def workspace_file_count(task_id: str) -> int:
+    """How many files the task's workspace holds (symbolic links not followed or counted).
+
+    Counting stops at 10,000.
+    """
+    try:
+        spec = runtime.spec_of(task_id)
+    except Exception:  # No readable spec: no workspace this app knows of.
+        return 0
+    folder = workspace_folder(Task(task_id=task_id, input="", spec=spec.model_dump()))
+    if folder is None or folder.is_symlink() or not folder.is_dir():
+        return 0
+    return _count_files(folder)
+
+
+def _count_files(folder: Path) -> int:
+    count = 0
+    for _, _, files in os.walk(folder, followlinks=False):
+        count += len(files)
+        if count >= _MAX_FILES_COUNTED:
+            return _MAX_FILES_COUNTED
+    return count
+
+
+def delete_note(files: int) -> str:
+    """What Delete asks before it deletes a task with `files` files in its workspace."""
+    if not files:
+        return "Delete this task with all its steps? This cannot be undone."
+    many = f"over {plural(files, 'file')}" if files >= _MAX_FILES_COUNTED else plural(files, "file")
     return (
-        f"{task.status.value} · {done} done · {task.steps_upcoming} upcoming · "
-        f"{task.usage.total_tokens:,} tokens · {cost_text(task.usage)} · "
-        f"updated {task.updated_at:%Y-%m-%d %H:%M} UTC · id {short_id(task.task_id)}"
+        f"Delete this task with all its steps? This also deletes its {many} "
+        "(its workspace folder). This cannot be undone."
     )
 
 
@@ -114,6 +178,9 @@ def render_task_row(task: TaskSummary, *, store: Store) -> None:
             [7, 1, 1, 1], vertical_alignment="center"
         )
         info.text(_one_line(task.input))
+        info.caption(plain(agent_line(task_id)))  # Names a person chose: shown as typed.
+        if getattr(task, "imported", False):
+            info.badge(IMPORTED_BADGE, icon=":material/lock:", color="gray")
         info.caption(summary_line(task))
         if open_col.button("Open", key=f"open-{task_id}"):
             state.set_current_task_id(task_id)
@@ -128,14 +195,17 @@ def render_task_row(task: TaskSummary, *, store: Store) -> None:
             help="Download the task's full trace (steps, outputs, memory) as JSON.",
         )
         with delete_col.popover("Delete", key=f"delete-{task_id}"):
-            st.caption("Delete this task with all its steps? This cannot be undone.")
+            st.caption(delete_note(workspace_file_count(task_id)))
             if st.button("Delete for good", key=f"delete-confirm-{task_id}", type="primary"):
                 _delete(task_id)
 
 
 def _delete(task_id: str) -> None:
+    files = workspace_file_count(task_id)
+    also = f" and its {plural(files, 'file')}" if files else ""
     attempt(
-        lambda: runtime.reader().delete_task(task_id), success=f"Deleted task {short_id(task_id)}."
+        lambda: runtime.reader().delete_task(task_id),
+        success=f"Deleted task {short_id(task_id)}{also}.",
     )
     if state.current_task_id() == task_id:
         state.set_current_task_id(None)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,11 +11,24 @@ from agent_core.dag import (
     STATUS_COLORS,
     build_dag,
     collapse_older,
+    display_value,
+    format_result,
+    legend,
+    rejection_of,
     to_dot,
     to_vis_data,
 )
+from agent_core.demos import SCENARIOS
 from agent_core.errors import UserError
-from agent_core.types import StepKind, StepStatus, Task, TaskState, TaskStep, TaskStepOutput
+from agent_core.types import (
+    StepKind,
+    StepStatus,
+    Task,
+    TaskState,
+    TaskStep,
+    TaskStepOutput,
+    ToolOutput,
+)
 
 HOSTILE = 'x"];evil[label="x\\" -> owned\nnext line'
 
@@ -66,17 +80,33 @@ def _attrs(tokens: list[str]) -> dict[str, str]:
     return attrs
 
 
-def parse_dot(text: str) -> tuple[dict[str, dict[str, str]], list[tuple[str, str, dict[str, str]]]]:
+def _parse_dot(
+    text: str,
+) -> tuple[
+    dict[str, dict[str, str]], list[tuple[str, str, dict[str, str]]], dict[str, dict[str, str]]
+]:
     tokens = _tokens(text)
     assert tokens[:3] == ["digraph", "task", "{"] and tokens[-1] == "}"
     tokens = tokens[3:-1]
     nodes: dict[str, dict[str, str]] = {}
+    legend_nodes: dict[str, dict[str, str]] = {}
     edges: list[tuple[str, str, dict[str, str]]] = []
+    in_legend = False
     while tokens:
         head = tokens.pop(0)
+        if head == "subgraph":  # subgraph cluster_legend { ... }
+            assert not in_legend and tokens[:2] == ["cluster_legend", "{"]
+            tokens[:2] = []
+            in_legend = True
+            continue
+        if head == "}":
+            assert in_legend, "unbalanced }"
+            in_legend = False
+            continue
         if tokens[0] == "=":  # graph attribute: rankdir=TB;
             tokens[:2] = []
         elif tokens[0] == "->":
+            assert not in_legend
             target = _unquote(tokens[1])
             tokens[:2] = []
             attrs = _attrs(tokens[1:]) if tokens[0] == "[" else {}
@@ -87,9 +117,21 @@ def parse_dot(text: str) -> tuple[dict[str, dict[str, str]], list[tuple[str, str
             assert tokens.pop(0) == "["
             attrs = _attrs(tokens)
             if head != "node":
-                nodes[_unquote(head)] = attrs
+                (legend_nodes if in_legend else nodes)[_unquote(head)] = attrs
         assert tokens.pop(0) == ";"
+    assert not in_legend, "legend subgraph not closed"
+    return nodes, edges, legend_nodes
+
+
+def parse_dot(text: str) -> tuple[dict[str, dict[str, str]], list[tuple[str, str, dict[str, str]]]]:
+    """The step nodes and edges of DOT text from `to_dot` (the legend left out)."""
+    nodes, edges, _ = _parse_dot(text)
     return nodes, edges
+
+
+def parse_dot_legend(text: str) -> dict[str, dict[str, str]]:
+    """The legend's nodes in DOT text from `to_dot`, by id."""
+    return _parse_dot(text)[2]
 
 
 def test_linear_chain_has_next_edges_and_step_attributes() -> None:
@@ -116,9 +158,14 @@ def test_linear_chain_has_next_edges_and_step_attributes() -> None:
         ("b", "c", "next"),
     ]
     a, b, c = graph.nodes["a"], graph.nodes["b"], graph.nodes["c"]
-    assert (a["label"], a["kind"], a["status"], a["number"]) == ("1 · llm", "llm", "completed", 1)
+    assert (a["label"], a["kind"], a["status"], a["number"]) == (
+        "1 · llm: calls add",  # The tool step it queued.
+        "llm",
+        "completed",
+        1,
+    )
     assert (a["input"], a["output"], a["undone"]) == ("What is 121 * 3?", "363", False)
-    assert b["label"] == "2 · tool: add"
+    assert b["label"] == "2 · add(363, 42) → 405"
     assert b["input"] == '{"tool":"add","args":{"a":363,"b":42}}'
     assert (b["output"], b["edited"], b["branch_id"]) == ("405", True, "main")
     assert (c["label"], c["status"], c["number"], c["output"]) == ("llm", "upcoming", None, "")
@@ -132,7 +179,7 @@ def test_failed_step_shows_its_error_as_output() -> None:
 
     node = build_dag(state).nodes["a"]
 
-    assert node["label"] == "tool: div"
+    assert node["label"] == "div() · failed"
     assert node["output"] == "ZeroDivisionError: division by zero"
     assert to_vis_data(build_dag(state))["nodes"][0]["title"] == (
         'input: {"tool":"div"}\nerror: ZeroDivisionError: division by zero'
@@ -220,7 +267,7 @@ def test_long_text_is_truncated_in_inputs_outputs_and_labels() -> None:
     assert a["input"] == "x" * 49 + "…"
     assert a["output"] == "z" * 49 + "…"
     assert len(b["input"]) == 50 and b["input"].startswith('{"tool":"ttt')
-    assert len(b["label"]) <= 40 and b["label"].startswith("tool: ttt")
+    assert len(b["label"]) <= 40 and b["label"].startswith("ttt")
     assert b["label"].endswith("…")
 
 
@@ -252,7 +299,7 @@ def test_dot_escapes_hostile_text_so_it_cannot_break_out() -> None:
     assert nodes["b"]["tooltip"] == f"input: {HOSTILE}"
     assert nodes[hostile_id]["tooltip"].endswith(f"output: {HOSTILE}")
     assert nodes[hostile_id]["label"] == graph.nodes[hostile_id]["label"]
-    assert nodes[hostile_id]["label"].startswith('tool: x"];evil[label=')
+    assert nodes[hostile_id]["label"].startswith('x"];evil[label=')
 
 
 def test_vis_levels_put_parallel_siblings_on_one_level() -> None:
@@ -348,3 +395,269 @@ def test_collapse_older_drops_edges_into_folded_steps_in_bad_data() -> None:
 def test_collapse_older_refuses_to_keep_fewer_than_one_step() -> None:
     with pytest.raises(UserError, match="keep must be at least 1"):
         collapse_older(build_dag(chain(3)), keep=0)
+
+
+# ------------------------------------------------------------------ honest labels (issue 10)
+
+
+def _demo_runner(name: str, tmp_path: Path, **update: Any) -> tuple[Any, str]:
+    """A runner on the demo scenario `name` (files under `tmp_path`) and its new task's id."""
+    scenario = SCENARIOS[name]
+    spec = scenario.spec.model_copy(update={"workspace": str(tmp_path), **update})
+    runner = spec.build_runner()
+    return runner, runner.create_task(scenario.task).task_id
+
+
+def _nodes_by_number(state: TaskState) -> dict[int | None, dict[str, Any]]:
+    graph = build_dag(state)
+    return {graph.nodes[n]["number"]: {"id": n, **graph.nodes[n]} for n in graph.nodes}
+
+
+def test_nodes_say_what_each_step_did(tmp_path: Path) -> None:
+    runner, task_id = _demo_runner("arithmetic", tmp_path)
+    runner.run_until(task_id)
+
+    labels = [
+        node["label"] for node in to_vis_data(build_dag(runner.get_task_state(task_id)))["nodes"]
+    ]
+
+    assert labels == [
+        "1 · multiply(121, 3) → 363",
+        "2 · add(363, 42) → 405",
+        "3 · answer: (121 * 3) + 42 = 405",
+    ]
+
+
+def test_planner_nodes_count_the_plan_and_name_each_delegate_agent(tmp_path: Path) -> None:
+    runner, task_id = _demo_runner("haiku", tmp_path)
+    runner.run_until(task_id)
+
+    nodes = _nodes_by_number(runner.get_task_state(task_id))
+
+    assert nodes[1]["label"] == "1 · plan: 3 items"
+    assert nodes[2]["label"].startswith("2 · file agent: Write a haiku")
+    assert nodes[3]["label"].startswith("3 · image agent: Draw")
+    assert nodes[4]["label"].startswith("4 · code agent: Make index.html")
+    assert nodes[5]["label"].startswith("5 · answer: Done.")
+    assert all(len(node["label"]) <= 40 for node in nodes.values())
+
+
+def test_feedback_and_queued_calls_are_labelled_by_what_they_say() -> None:
+    state = make_state(
+        step("a", status=StepStatus.COMPLETED, number=1),
+        step(
+            "t1",
+            kind=StepKind.TOOL,
+            input={"tool": "multiply", "args": {"a": 12, "b": 7}},
+            prev_step_ids=["a"],
+        ),
+        step(
+            "t2",
+            kind=StepKind.TOOL,
+            input={"tool": "add", "args": {"a": 5, "b": 9}},
+            prev_step_ids=["a"],
+        ),
+        step(
+            "h",
+            kind=StepKind.HUMAN,
+            input="use  add\nplease",
+            status=StepStatus.COMPLETED,
+            number=2,
+        ),
+        outputs={"a": "", "h": "use add please"},
+    )
+
+    graph = build_dag(state)
+
+    assert graph.nodes["a"]["label"] == "1 · llm: calls multiply, add"
+    assert graph.nodes["t1"]["label"] == "multiply(12, 7)"
+    assert graph.nodes["h"]["label"] == '2 · feedback: "use add please"'
+
+
+def test_arguments_and_results_show_whole_numbers_without_a_decimal_point() -> None:
+    state = make_state(step("a", status=StepStatus.COMPLETED, number=1))
+    state.outputs["a"] = TaskStepOutput(
+        task_step=state.steps["a"],
+        output="Thought: x",
+        tool_calls=[ToolOutput(tool_name="multiply", args={"a": 121.0, "b": 3.5}, content="363.0")],
+    )
+
+    node = build_dag(state).nodes["a"]
+
+    assert node["label"] == "1 · multiply(121, 3.5) → 363"
+    assert display_value({"a": [2.0, 1e300, float("nan")], "b": True}) == {
+        "a": [2, 1e300, ANY_NAN],
+        "b": True,
+    }
+    assert (format_result("363.0"), format_result("3.25"), format_result("x 1.0")) == (
+        "363",
+        "3.25",
+        "x 1.0",
+    )
+
+
+class _AnyNan:
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, float) and other != other
+
+
+ANY_NAN = _AnyNan()
+
+
+def test_a_long_delegate_prompt_is_cut_to_a_short_label_that_keeps_its_number() -> None:
+    state = make_state(
+        step(
+            "d",
+            kind=StepKind.DELEGATE,
+            input={"item": "x", "agent": "file", "prompt": "Write " + "very " * 40 + "long"},
+            status=StepStatus.SKIPPED,
+            number=12,
+        )
+    )
+
+    label = build_dag(state).nodes["d"]["label"]
+
+    assert label.startswith("12 · file agent: Write very") and label.endswith("… · skipped")
+    assert len(label) <= 40
+
+
+def test_a_rejected_call_is_drawn_as_rejected_not_as_edited(tmp_path: Path) -> None:
+    runner, task_id = _demo_runner("arithmetic", tmp_path, tool_approval=True)
+    runner.run_step(task_id)
+    runner.reject_step(task_id, message="use add instead")
+
+    graph = build_dag(runner.get_task_state(task_id))
+    node = next(graph.nodes[n] for n in graph.nodes if graph.nodes[n]["number"] == 2)
+
+    assert node["group"] == "rejected"
+    assert node["edited"] is False
+    assert node["rejection"] == "use add instead"
+    assert node["label"] == "2 · multiply(121, 3) → rejected"
+    assert node["input"] == '{"tool":"multiply","args":{"a":121,"b":3}}'  # No "rejected" key.
+    vis = next(n for n in to_vis_data(graph)["nodes"] if n["group"] == "rejected")
+    assert vis["color"]["background"] == STATUS_COLORS["rejected"] != STATUS_COLORS["completed"]
+    assert vis["title"].endswith("rejected: use add instead")
+    dot_nodes, _ = parse_dot(to_dot(graph))
+    assert dot_nodes[vis["id"]]["fillcolor"] == STATUS_COLORS["rejected"]
+
+
+def test_a_call_rejected_by_an_older_runtime_is_still_drawn_as_rejected() -> None:
+    call = {"tool": "add", "args": {"a": 1, "b": 2}}
+    rejected = step(
+        "r",
+        kind=StepKind.TOOL,
+        input={**call, "rejected": "no"},
+        proposed_input=call,
+        edited=True,
+        status=StepStatus.COMPLETED,
+        number=2,
+    )
+    state = make_state(rejected, outputs={"r": "The user rejected the call of add: no"})
+
+    node = build_dag(state).nodes["r"]
+
+    assert (node["group"], node["label"], node["edited"]) == (
+        "rejected",
+        "2 · add(1, 2) → rejected",
+        False,
+    )
+    assert rejection_of(rejected) == "no"
+
+
+def test_calls_waiting_for_a_person_have_their_own_look(tmp_path: Path) -> None:
+    runner, task_id = _demo_runner("arithmetic", tmp_path, tool_approval=True)
+    runner.run_step(task_id)
+    state = runner.get_task_state(task_id)
+    held = step(
+        "held",
+        kind=StepKind.TOOL,
+        input={"tool": "add", "args": {"a": 1, "b": 2}},
+        step_state={"held": True},
+    )
+    state.steps["held"] = held
+
+    graph = build_dag(state)
+    pending = next(n for n in graph.nodes if graph.nodes[n]["kind"] == "tool" and n != "held")
+
+    assert graph.nodes[pending]["group"] == "awaiting_approval"
+    assert graph.nodes[pending]["status"] == "upcoming"
+    assert graph.nodes[pending]["label"] == "multiply(121, 3) · awaiting approval"
+    assert graph.nodes["held"]["group"] == "awaiting_approval"
+    assert graph.nodes["held"]["label"] == "add(1, 2) · at breakpoint"
+    colors = {n["id"]: n["color"] for n in to_vis_data(graph)["nodes"]}
+    assert colors[pending]["background"] == STATUS_COLORS["awaiting_approval"]
+    assert STATUS_COLORS["awaiting_approval"] != STATUS_COLORS["upcoming"]
+    assert colors[pending]["border"] != colors[next(iter(graph.nodes))]["border"]
+
+
+def test_a_skipped_step_in_history_is_drawn_as_skipped_with_its_number() -> None:
+    state = make_state(
+        step(
+            "s",
+            kind=StepKind.TOOL,
+            input={"tool": "add", "args": {"a": 1}},
+            status=StepStatus.SKIPPED,
+            number=3,
+        ),
+        outputs={"s": None},
+    )
+
+    graph = build_dag(state)
+    (vis,) = to_vis_data(graph)["nodes"]
+
+    assert graph.nodes["s"]["label"] == "3 · add(1) · skipped"
+    assert vis["group"] == "skipped"
+    assert vis["shapeProperties"]["borderDashes"] == [2, 4]  # Dotted, unlike undone's dashes.
+    dot_nodes, _ = parse_dot(to_dot(graph))
+    assert "dotted" in dot_nodes["s"]["style"]
+
+
+def test_the_legend_names_every_group_and_the_graph_carries_the_groups_it_uses() -> None:
+    everything = legend()
+    state = make_state(
+        step("a", status=StepStatus.COMPLETED, number=1),
+        step("b", prev_step_ids=["a"], status=StepStatus.UNDONE),
+        outputs={"a": "x", "b": "y"},
+    )
+    graph = build_dag(state)
+
+    assert [group for group, _, _ in everything] == [
+        "upcoming",
+        "awaiting_approval",
+        "running",
+        "completed",
+        "rejected",
+        "failed",
+        "skipped",
+        "undone",
+        "collapsed",
+    ]
+    assert all(color == STATUS_COLORS[group] and meaning for group, color, meaning in everything)
+    assert len({color for _, color, _ in everything}) == len(everything)
+    assert (
+        to_vis_data(graph)["legend"]
+        == legend(graph)
+        == [
+            ("completed", STATUS_COLORS["completed"], "ran"),
+            ("undone", STATUS_COLORS["undone"], "undone: a branch you went back from"),
+        ]
+    )
+    drawn = parse_dot_legend(to_dot(graph))
+    assert drawn == {
+        "legend:completed": {
+            "label": "completed: ran",
+            "fillcolor": STATUS_COLORS["completed"],
+            "style": "rounded,filled",
+        },
+        "legend:undone": {
+            "label": "undone: undone: a branch you went back from",
+            "fillcolor": STATUS_COLORS["undone"],
+            "style": "rounded,filled,dashed",
+        },
+    }
+
+
+def test_one_folded_step_is_one_earlier_step() -> None:
+    window = collapse_older(build_dag(chain(2)), keep=1)
+
+    assert window.nodes[COLLAPSED_NODE]["label"] == "… 1 earlier step"
