@@ -91,7 +91,8 @@ def test_tasks_show_status_steps_tokens_and_cost(app, db_path):
     ran_line = next(c for c in captions if short_id(ran) in c)
     assert ran_line.startswith("active · 1 step done · 0 upcoming · 1,234 tokens · $0.0123")
     waiting_line = next(c for c in captions if short_id(waiting) in c)
-    assert waiting_line.startswith("abandoned · 0 steps done · 1 upcoming · 0 tokens · cost —")
+    # No model ran: no cost at all (a priced run shows dollars, an unpriced one "cost unknown").
+    assert waiting_line.startswith("abandoned · 0 steps done · 1 upcoming · 0 tokens · updated ")
     assert {t.value for t in app.text} >= {"What is six times seven?", "A task left waiting"}
 
 
@@ -129,7 +130,7 @@ def test_delete_after_confirming_removes_only_that_task(app, db_path):
     assert _open_buttons(app) == [kept]
     assert [t.task_id for t in SQLiteStore(db_path).list_tasks()] == [kept]
     assert app.session_state[TASK_STATE_KEY] is None
-    assert any(f"Deleted task {short_id(doomed)}" in s.value for s in app.success)
+    assert any(f"Deleted task {short_id(doomed)}" in t.value for t in app.toast)
 
 
 def test_export_serves_the_task_trace_as_json(app, db_path, deferred_downloads):
@@ -163,10 +164,11 @@ def test_importing_an_exported_trace_opens_a_new_read_only_task(app, db_path, de
     imported = app.session_state[TASK_STATE_KEY]
     assert imported not in (None, original)
     assert _stepper_shows(app, "Export me")
-    assert any("read-only" in s.value for s in app.success)
+    assert any("read only" in t.value for t in app.toast)
     tasks = {t.task_id: t for t in SQLiteStore(db_path).list_tasks()}
     assert set(tasks) == {original, imported}
-    assert tasks[imported].status is TaskStatus.ABANDONED
+    assert tasks[imported].status is TaskStatus.ACTIVE  # It keeps its status, read only.
+    assert tasks[imported].imported
     assert tasks[imported].steps_completed == 1
     # Back on the list, the imported task is the newest row.
     app.switch_page("pages/tasks.py").run()
