@@ -9,6 +9,7 @@ it draws, so the watch redraws at least every `_TICK_S`: Stop is answered within
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -43,8 +44,16 @@ def render_live_step(runner: ParallelAgentRunner, run: StepRun) -> Any:
     return placeholder
 
 
-def watch_live_steps(watched: list[tuple[StepRun, Any]]) -> None:
-    """Stream each run into its placeholder until all have ended, then rerun the page."""
+def watch_live_steps(
+    watched: list[tuple[StepRun, Any]], *, changed: Callable[[], bool] | None = None
+) -> None:
+    """Stream each run into its placeholder until all have ended, then rerun the page.
+
+    `changed` says whether the task moved on from what the page drew (a running step's
+    claim reached the store, another tab acted): the page is then drawn again, the runs
+    picked up where they are, so what it shows, and the version its buttons act on, stay
+    current while a step streams.
+    """
     if not watched:
         return
     shown: list[list[StepEvent]] = [[] for _ in watched]
@@ -53,7 +62,7 @@ def watch_live_steps(watched: list[tuple[StepRun, Any]]) -> None:
         for events, (run, placeholder) in zip(shown, watched, strict=True):
             events.extend(run.events_since(len(events), timeout=_TICK_S / len(watched)))
             placeholder.code(shown_text(events), language=None, wrap_lines=True)
-        if ended:
+        if ended or (changed is not None and changed()):
             break
     st.rerun()
 

@@ -23,8 +23,8 @@ from components import state
 __all__ = ["render_running", "report_finished", "start", "wait_while_running"]
 
 _STOP_REASONS = {
-    "last_step": "the last step ran; finalize the task",
-    "tool_approval": "a tool call awaits your approval",
+    "last_step": "the last step ran: press Finalize, or Undo to go back",
+    "tool_approval": "a tool call awaits your approval: Approve and run step, or Reject",
     "max_steps": "the step limit was reached",
 }
 _TICK_S = 0.25
@@ -52,7 +52,11 @@ def _job(task_id: str) -> Job | None:
 
 
 def start(runner: ParallelAgentRunner, task_id: str, stops: list[Breakpoint]) -> None:
-    """Start Run until for the task, continuing past a breakpoint it stands on."""
+    """Start Run until for the task, continuing past a breakpoint it stands on.
+
+    One call of the runtime's `start_until(..., resume=True)`: a debugger's continue, so the
+    step the last Run until stopped before runs, and the next breakpoint stops it again.
+    """
     jobs = _jobs()
     with jobs.guard:
         running = jobs.by_task.get(task_id)
@@ -86,13 +90,17 @@ def render_running(task_id: str) -> bool:
     return True
 
 
-def wait_while_running(runner: ParallelAgentRunner, task_id: str, drawn: set[str]) -> None:
-    """Rerun when the job ends or starts a step the page has not drawn yet."""
+def wait_while_running(
+    runner: ParallelAgentRunner, task_id: str, drawn: set[str], *, drawn_version: int
+) -> None:
+    """Rerun when the job ends, starts a step the page has not drawn, or commits a step."""
     job = _job(task_id)
     if job is None:
         return
     while not job.done():
         if {run.step_id for run in runner.running_steps(task_id)} - drawn:
+            break
+        if runner.get_task_state(task_id).version != drawn_version:
             break
         st.empty()  # A point where Streamlit notices a click or a reload.
         time.sleep(_TICK_S)

@@ -3,12 +3,17 @@
 A step's input is edited as text: plain text for a reasoning step, JSON for a step whose input
 is a JSON object (a tool call's arguments, a plan item). Invalid JSON is refused next to the
 step before anything runs. In "you are the model" mode the step also shows the exact prompt
-the model gets and a box for its reply.
+the model gets (the runtime's own preview, built by the code that builds the real request)
+and a box for its reply; Run step without a reply is refused next to that box.
+
+Every button acts through `task_version.act`: a step drawn from a task that changed since
+(in another tab) is left alone. Skip asks again when it would leave nothing to run.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import streamlit as st
@@ -16,20 +21,35 @@ import streamlit as st
 from agent_core import ParallelAgentRunner
 from agent_core.llms.base import ChatMessage
 from agent_core.llms.scripted import HumanLLM
-from agent_core.types import StepInput, StepKind, StepStatus, TaskStep
-from components.actions import attempt, show_message
+from agent_core.types import (
+    DONE_STATUSES,
+    StepInput,
+    StepKind,
+    StepStatus,
+    TaskState,
+    TaskStep,
+)
+from components import task_version
+from components.actions import show_message
 from components.memory_view import render_memory
 
-__all__ = ["next_prompt", "render_upcoming_step"]
+__all__ = ["preview_messages", "render_upcoming_step", "waiting_reason"]
 
 _MODEL_KINDS = (StepKind.LLM, StepKind.PLAN, StepKind.FINALIZE)
 """Steps that call the model once (in "you are the model" mode: one typed reply)."""
+_PLAIN_NAME = re.compile(r"[\w.-]{1,40}")
+_CONFIRM_SKIP = "stepwise.confirm_skip"
+"""The step whose Skip was clicked once and now asks to be confirmed."""
+_PROBLEM = "stepwise.step_problem"
+"""Why the last click on a step did nothing: (step key, where to show it, the text)."""
 
 
 def _title(runner: ParallelAgentRunner, step: TaskStep, *, ready: bool) -> str:
     parts = [f"Upcoming {step.kind.value} step"]
     if step.needs_approval:
         parts.append("tool call awaiting your approval")
+    elif step.step_state.get("held"):
+        parts.append("tool call held at a breakpoint")
     if step.status is StepStatus.FAILED:
         parts.append(f"failed (attempt {step.attempts})")
     if step.status is StepStatus.RUNNING:
@@ -42,16 +62,37 @@ def _title(runner: ParallelAgentRunner, step: TaskStep, *, ready: bool) -> str:
     return " · ".join(parts)
 
 
-def next_prompt(runner: ParallelAgentRunner, step: TaskStep, input: StepInput) -> list[ChatMessage]:
-    """The messages the model gets when `step` runs with `input`.
+def preview_messages(
+    runner: ParallelAgentRunner, task_id: str, step: TaskStep | None, input: StepInput
+) -> list[ChatMessage]:
+    """What the model gets if `step` (None: the next one) runs now with `input`.
 
-    A reasoning (`llm`) step adds its text input to memory as a user message before calling
-    the model, so that message is appended to the runner's preview.
+    The runtime builds it with the code that builds the real request; `[]` for a step that
+    makes no model call.
     """
-    messages = runner.preview_messages(step.task_id)
-    if step.kind is StepKind.LLM and isinstance(input, str) and input:
-        messages = [*messages, ChatMessage(role="user", content=input)]
-    return messages
+    return runner.preview_messages(task_id, None if step is None else step.step_id, input)
+
+
+def _short_name(step: TaskStep) -> str:
+    """A step in a few words: the tool it calls (a plain name only: help text is markdown)."""
+    if step.kind is StepKind.TOOL and isinstance(step.input, dict):
+        tool = step.input.get("tool")
+        if isinstance(tool, str) and _PLAIN_NAME.fullmatch(tool):
+            return f"the {tool} call"
+    return f"the {step.kind.value} step"
+
+
+def waiting_reason(task_state: TaskState, step: TaskStep) -> str:
+    """Why `step` cannot run yet ("" when it is ready), naming what it waits for."""
+    if task_state.is_ready(step):
+        return ""
+    pending = [
+        task_state.steps[dep]
+        for dep in step.depends_on
+        if dep in task_state.steps and task_state.steps[dep].status not in DONE_STATUSES
+    ]
+    names = ", ".join(_short_name(dep) for dep in pending) or "earlier steps"
+    return f"This step waits for {names} to finish: run those first (Run step, or Run ready steps)."
 
 
 class _BadInput(ValueError):
@@ -90,114 +131,259 @@ def _tool_call(step: TaskStep, args_text: str) -> dict[str, Any]:
 
 
 def _run(runner: ParallelAgentRunner, step: TaskStep, new_input: StepInput, changed: bool) -> None:
-    """Start the step in the runtime; the rerun that follows shows it streaming."""
+    """Start the step in the runtime; the page run that follows shows it streaming."""
     if changed and new_input is None:
         # run_step(input=None) means "keep the input": clearing it is an edit of its own.
         runner.edit_step(step.task_id, step.step_id, None)
     runner.start_step(step.task_id, step.step_id, new_input if changed else None)
 
 
-def _refuse(exc: _BadInput) -> None:
-    show_message("error", str(exc), headline="Fix the input first; nothing ran.")
+class _Ctx:
+    """What one upcoming step's controls need to know."""
+
+    def __init__(
+        self,
+        runner: ParallelAgentRunner,
+        task_state: TaskState,
+        step: TaskStep,
+        human: HumanLLM | None,
+    ) -> None:
+        self.runner = runner
+        self.step = step
+        self.key = f"{step.step_id}-{step.attempts}-{int(step.edited)}"
+        self.waits = waiting_reason(task_state, step)
+        # Skipping the only queued step would leave nothing to run: Skip asks first.
+        self.only = task_state.queue == [step.step_id]
+        # In "you are the model" mode, a step that calls the model runs on a typed reply.
+        self.human = human if step.kind in _MODEL_KINDS else None
+        # A tool call awaiting approval, or held at a breakpoint: approve, edit or reject it.
+        self.pending = step.needs_approval or bool(step.step_state.get("held"))
 
 
-def _render_tool_call(runner: ParallelAgentRunner, step: TaskStep, key: str) -> None:
-    call = step.input if isinstance(step.input, dict) else {}
+# --- actions: button callbacks, so a click is answered even when its button is gone from
+# --- the page (the step ran in another tab), and always before the page is drawn.
+
+
+def _typed(key: str, default: str) -> str:
+    value = st.session_state.get(key)
+    return value if isinstance(value, str) else default
+
+
+def _flag(ctx: _Ctx, where: str, text: str) -> None:
+    """Keep a refusal to show next to the step (`where`: input, reply or note)."""
+    st.session_state[_PROBLEM] = (ctx.key, where, text)
+
+
+def _act(ctx: _Ctx, action: Any, success: str | None = None) -> None:
+    st.session_state.pop(_CONFIRM_SKIP, None)
+    task_version.act(ctx.runner, ctx.step.task_id, action, success=success)
+
+
+def _new_input(ctx: _Ctx) -> tuple[bool, StepInput]:
+    """Whether the typed input changes the step's, and the input to run with."""
+    step = ctx.step
+    if step.kind is StepKind.TOOL:
+        call = step.input if isinstance(step.input, dict) else {}
+        default = json.dumps(call.get("args", {}), indent=2, ensure_ascii=False)
+        new_input = _tool_call(step, _typed(f"args-{ctx.key}", default))
+        return new_input != step.input, new_input
+    return _edited_input(step, _typed(f"input-{ctx.key}", _as_text(step.input)))
+
+
+def _on_run(ctx: _Ctx) -> None:
+    try:
+        changed, new_input = _new_input(ctx)
+    except _BadInput as exc:
+        _flag(ctx, "input", str(exc))
+        return
+    reply = _typed(f"reply-{ctx.key}", "")
+    human = ctx.human
+    if human is not None and not reply.strip():
+        _flag(ctx, "reply", "Type the model's reply first: here the model is you. Nothing ran.")
+        return
+
+    def run() -> None:
+        if human is not None:
+            human.clear()  # A reply typed for an earlier failed attempt must not answer this.
+            human.supply(reply)
+        _run(ctx.runner, ctx.step, new_input, changed)
+
+    _act(ctx, run)
+
+
+def _on_save(ctx: _Ctx) -> None:
+    try:
+        changed, new_input = _new_input(ctx)
+    except _BadInput as exc:
+        _flag(ctx, "input", str(exc))
+        return
+    if not changed:
+        _flag(ctx, "note", "Nothing to save: the input is unchanged.")
+        return
+    step = ctx.step
+    _act(ctx, lambda: ctx.runner.edit_step(step.task_id, step.step_id, new_input), "Saved.")
+
+
+def _on_reject(ctx: _Ctx) -> None:
+    step = ctx.step
+    reason = _typed(f"reason-{ctx.key}", "")
+    _act(ctx, lambda: ctx.runner.reject_step(step.task_id, step.step_id, message=reason))
+
+
+def _on_skip(ctx: _Ctx, *, confirmed: bool = False) -> None:
+    if ctx.only and not confirmed:  # Ask first: nothing would be left to run.
+        if task_version.act(ctx.runner, ctx.step.task_id, lambda: None):
+            st.session_state[_CONFIRM_SKIP] = ctx.step.step_id
+        return
+    step = ctx.step
+    skip = lambda: ctx.runner.skip_step(step.task_id, step.step_id)  # noqa: E731
+    _act(ctx, skip, success="Skipped the step. Undo brings it back.")
+
+
+def _on_keep(_ctx: _Ctx) -> None:
+    st.session_state.pop(_CONFIRM_SKIP, None)
+
+
+# --- drawing
+
+
+def _show_problem(ctx: _Ctx, where: str) -> None:
+    """The refusal the last click left for this step, if it belongs `where`.
+
+    Drawn in a slot that is always there, so the step's layout does not shift between runs.
+    """
+    slot = st.empty()
+    problem: Any = st.session_state.get(_PROBLEM)
+    if not problem or problem[0] != ctx.key or problem[1] != where:
+        return
+    del st.session_state[_PROBLEM]
+    text = problem[2]
+    with slot.container():
+        if where == "input":
+            show_message("error", text, headline="Fix the input first; nothing ran.")
+        elif where == "reply":
+            st.warning(text)  # The app's own sentence.
+        else:
+            st.caption(text)
+
+
+def _skip_button(ctx: _Ctx, column: Any) -> None:
+    """Skip, asking once more when the step is the only one left to run."""
+    column.button(
+        "Skip",
+        key=f"skip-{ctx.key}",
+        help="Leaves this step out: it never runs. Undo brings it back.",
+        on_click=_on_skip,
+        args=(ctx,),
+    )
+
+
+def _confirm_skip(ctx: _Ctx) -> None:
+    if st.session_state.get(_CONFIRM_SKIP) != ctx.step.step_id:
+        return
+    with st.container(border=True):
+        st.warning(
+            "Skip the only upcoming step? Nothing would be left to run; Undo brings it back."
+        )
+        yes, no = st.columns(2)
+        yes.button(
+            "Skip anyway",
+            key=f"confirm-skip-{ctx.key}",
+            type="primary",
+            on_click=_on_skip,
+            args=(ctx,),
+            kwargs={"confirmed": True},
+        )
+        no.button("Keep it", key=f"keep-{ctx.key}", on_click=_on_keep, args=(ctx,))
+
+
+def _run_button(ctx: _Ctx, column: Any, label: str, help_text: str) -> None:
+    column.button(
+        label,
+        key=f"run-{ctx.key}",
+        type="primary",
+        disabled=bool(ctx.waits),
+        help=ctx.waits or help_text,
+        on_click=_on_run,
+        args=(ctx,),
+    )
+
+
+def _render_tool_call(ctx: _Ctx) -> None:
+    call = ctx.step.input if isinstance(ctx.step.input, dict) else {}
     st.caption("Tool")
     st.code(str(call.get("tool", "?")), language=None)
     st.caption("Arguments (JSON, editable)")
-    args_text = st.text_area(
+    st.text_area(
         "Arguments",
         json.dumps(call.get("args", {}), indent=2, ensure_ascii=False),
-        key=f"args-{key}",
+        key=f"args-{ctx.key}",
         label_visibility="collapsed",
     )
-    reason = ""
-    if step.needs_approval:
-        reason = st.text_input("Reason to reject (the model reads it)", key=f"reason-{key}")
+    if ctx.pending:
+        st.text_input("Reason to reject (the model reads it)", key=f"reason-{ctx.key}")
     run_col, reject_col, skip_col = st.columns(3)
-    label = "Approve and run step" if step.needs_approval else "Run step"
-    run = run_col.button(label, key=f"run-{key}", type="primary")
-    reject = step.needs_approval and reject_col.button("Reject", key=f"reject-{key}")
-    skip = skip_col.button("Skip", key=f"skip-{key}")
-    if run:
-        try:
-            new_input = _tool_call(step, args_text)
-        except _BadInput as exc:
-            _refuse(exc)
-            return
-        attempt(lambda: _run(runner, step, new_input, new_input != step.input))
-        st.rerun()
-    if reject:
-        attempt(lambda: runner.reject_step(step.task_id, step.step_id, message=reason))
-        st.rerun()
-    if skip:
-        attempt(lambda: runner.skip_step(step.task_id, step.step_id))
-        st.rerun()
+    label = "Approve and run step" if ctx.pending else "Run step"
+    _run_button(ctx, run_col, label, "Runs this tool call with the arguments above.")
+    if ctx.pending:
+        reject_col.button(
+            "Reject",
+            key=f"reject-{ctx.key}",
+            help="The call does not run; the model reads your reason.",
+            on_click=_on_reject,
+            args=(ctx,),
+        )
+    _skip_button(ctx, skip_col)
+    _confirm_skip(ctx)
+    _show_problem(ctx, "input")
 
 
-def _render_human_reply(
-    runner: ParallelAgentRunner, step: TaskStep, key: str, new_input: StepInput
-) -> str:
-    with st.expander("The exact prompt the model gets", expanded=True):
-        render_memory(next_prompt(runner, step, new_input), limit=None)
-    return st.text_area("You are the model: type its reply", key=f"reply-{key}")
-
-
-def _render_text_step(
-    runner: ParallelAgentRunner, step: TaskStep, key: str, human: HumanLLM | None
-) -> None:
+def _render_text_step(ctx: _Ctx) -> None:
     text = st.text_area(
         "Input",
-        _as_text(step.input),
-        key=f"input-{key}",
+        _as_text(ctx.step.input),
+        key=f"input-{ctx.key}",
         placeholder="(no input: the agent continues; type here to steer it)",
         label_visibility="collapsed",
     )
-    try:
-        changed, new_input = _edited_input(step, text)
-        problem = None
-    except _BadInput as exc:
-        changed, new_input, problem = True, step.input, exc
-    reply = ""
-    if human is not None and step.kind in _MODEL_KINDS:
-        reply = _render_human_reply(runner, step, key, new_input)
+    if ctx.human is not None:
+        try:
+            _, new_input = _edited_input(ctx.step, text)
+        except _BadInput:
+            new_input = ctx.step.input
+        with st.expander("The exact prompt the model gets", expanded=True):
+            messages = preview_messages(ctx.runner, ctx.step.task_id, ctx.step, new_input)
+            render_memory(messages, limit=None)
+        st.text_area("You are the model: type its reply", key=f"reply-{ctx.key}")
+        _show_problem(ctx, "reply")  # Right under the box it is about.
     run_col, save_col, skip_col = st.columns(3)
-    run = run_col.button("Run step", key=f"run-{key}", type="primary")
+    _run_button(ctx, run_col, "Run step", "Runs this step with the input above.")
     # Not disabled while unchanged: a browser sends the typed text with the click, and a
     # button enabled only once the text is committed would swallow that first click.
-    save = save_col.button("Save edit", key=f"save-{key}")
-    skip = skip_col.button("Skip", key=f"skip-{key}")
-    if (run or save) and problem is not None:
-        _refuse(problem)
-        return
-    if run:
-        if human is not None and reply.strip():
-            human.clear()  # A reply typed for an earlier failed attempt must not answer this.
-            human.supply(reply)
-        attempt(lambda: _run(runner, step, new_input, changed))
-        st.rerun()
-    if save and not changed:
-        st.caption("Nothing to save: the input is unchanged.")
-    elif save:
-        attempt(lambda: runner.edit_step(step.task_id, step.step_id, new_input), success="Saved.")
-        st.rerun()
-    if skip:
-        attempt(lambda: runner.skip_step(step.task_id, step.step_id))
-        st.rerun()
+    save_col.button(
+        "Save edit",
+        key=f"save-{ctx.key}",
+        help="Keeps the input above without running the step.",
+        on_click=_on_save,
+        args=(ctx,),
+    )
+    _skip_button(ctx, skip_col)
+    _confirm_skip(ctx)
+    _show_problem(ctx, "input")
+    _show_problem(ctx, "note")
 
 
 def render_upcoming_step(
-    runner: ParallelAgentRunner, step: TaskStep, *, ready: bool, human: HumanLLM | None
+    runner: ParallelAgentRunner, task_state: TaskState, step: TaskStep, *, human: HumanLLM | None
 ) -> None:
     """Draw one upcoming step with its controls; a failed step shows its error to fix."""
-    key = f"{step.step_id}-{step.attempts}-{int(step.edited)}"
+    ctx = _Ctx(runner, task_state, step, human)
     with st.container(border=True):
-        st.markdown(f"**{_title(runner, step, ready=ready)}**")
+        st.markdown(f"**{_title(runner, step, ready=not ctx.waits)}**")
         if step.error:
             st.error("This step failed. Edit its input and run it again, or undo.")
             st.code(step.error, language=None, wrap_lines=True)
         if step.kind is StepKind.TOOL:
-            _render_tool_call(runner, step, key)
+            _render_tool_call(ctx)
         else:
-            _render_text_step(runner, step, key, human)
+            _render_text_step(ctx)

@@ -3,28 +3,34 @@
 The page keeps only the task id in the session (and in the URL, so a reload finds the task
 again); everything else is read from the store on each rerun. Text that came from a person
 or a model is shown with `st.code`, never through markdown.
+
+A control that cannot work now is drawn disabled, with the reason on hover. Every action
+acts on the task as the page showed it (`components.task_version`): a task changed in
+another tab refuses it and the page shows its current state.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
 import streamlit as st
 
-from agent_core import AtStep, CostOver, OnTool, ParallelAgentRunner, StepRun
-from agent_core.breakpoints import Breakpoint
+from agent_core import ParallelAgentRunner, StepRun
 from agent_core.errors import AgentCoreError, UserCodeError
 from agent_core.llms.scripted import HumanLLM
-from agent_core.types import StepStatus, TaskState, TaskStatus
-from components import run_until_job, runtime, state
-from components.actions import attempt, show_message, show_notice
+from agent_core.types import StepKind, StepStatus, TaskState, TaskStatus, TaskStepOutput
+from components import run_until_job, runtime, state, task_version
+from components.actions import show_message, show_notice
+from components.breakpoint_picker import chosen_breakpoints, render_breakpoints
 from components.dag_view import render_dag
 from components.live_step import render_live_step, watch_live_steps
 from components.memory_view import render_memory
 from components.step_card import render_step_card
-from components.step_editor import next_prompt, render_upcoming_step
+from components.step_editor import preview_messages, render_upcoming_step
 from components.task_form import agent_label, model_label, render_create_form
 from components.user_code_view import render_code_error
 
@@ -34,9 +40,43 @@ CARDS_SHOWN = 25
 """Completed steps drawn as cards on each rerun (the newest); the rest on request."""
 TASK_PARAM = "task"
 """The URL query parameter holding the task id, so a page reload keeps the task."""
-_SHOWN_STATUSES = (StepStatus.COMPLETED, StepStatus.UNDONE)
+_SHOWN_STATUSES = (StepStatus.COMPLETED, StepStatus.UNDONE, StepStatus.SKIPPED)
 _RUNNABLE = (TaskStatus.ACTIVE, TaskStatus.FAILED)
 """Task statuses whose steps can still run (a failed step waits to be fixed and retried)."""
+# A tool name plain enough for a notice (notices are markdown).
+_PLAIN_NAME = re.compile(r"[\w.-]{1,40}")
+_ANSWERED = (
+    "The agent answered. Press Finalize to finish the task, or Undo to go back before the "
+    "answer and steer it."
+)
+
+
+@dataclass(frozen=True)
+class _View:
+    """One page run's view of the task: what it drew, and what its controls may do."""
+
+    runner: ParallelAgentRunner
+    task_state: TaskState
+    why_read_only: str
+    """Why nothing can run ("" when the task is active and its runner is built)."""
+    human: HumanLLM | None
+    live: frozenset[str]
+    """Steps running in the runtime now."""
+    until_running: bool
+
+    @property
+    def active(self) -> bool:
+        return not self.why_read_only
+
+    @property
+    def task_id(self) -> str:
+        return self.task_state.task_id
+
+    @property
+    def answered(self) -> bool:
+        """The last step gave the answer and nothing is queued: Finalize or Undo."""
+        last = self.task_state.last_output
+        return last is not None and last.is_last and not self.task_state.queue
 
 
 def _current_task_id() -> str | None:
@@ -61,6 +101,10 @@ def _human_llm(runner: ParallelAgentRunner) -> HumanLLM | None:
     return llm if isinstance(llm, HumanLLM) else None
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
 def _header(task_state: TaskState) -> None:
     task = task_state.task
     st.caption("Task")
@@ -68,81 +112,212 @@ def _header(task_state: TaskState) -> None:
     st.code(text, language=None, wrap_lines=True)
     usage = task.usage
     cost = f"${usage.cost_usd:.4f}" if usage.cost_usd is not None else "cost unknown"
+    status = task.status.value + (" · imported, read only" if task.imported else "")
     st.caption(
-        f"Status: **{task.status.value}** · {len(task_state.completed)} steps done · "
-        f"{len(task_state.queue)} upcoming · {usage.total_tokens:,} tokens · {cost}"
+        f"Status: **{status}** · {_plural(len(task_state.completed), 'step')} done · "
+        f"{len(task_state.queue)} upcoming · {_plural(usage.total_tokens, 'token')} · {cost}"
     )
     spec = runtime.spec_of(task.task_id)
     st.text(f"Model: {model_label(spec)} · Agent: {agent_label(spec)}")  # names: not markdown
 
 
-def _breakpoints() -> list[Breakpoint]:
-    with st.popover("Breakpoints"):
-        before_tools = st.checkbox("Before any tool step", key="bp-tools")
-        tool = st.text_input("On the tool named", key="bp-tool")
-        after = st.number_input("After this many steps", min_value=0, step=1, key="bp-step")
-        cost = st.number_input("When the cost is over $", min_value=0.0, step=0.01, key="bp-cost")
-    chosen: list[Breakpoint] = []
-    if before_tools:
-        chosen.append(OnTool())
-    if tool.strip():
-        chosen.append(OnTool(tool.strip()))
-    if after:
-        chosen.append(AtStep(int(after)))
-    if cost:
-        chosen.append(CostOver(float(cost)))
-    return chosen
+def _nothing_queued(view: _View) -> str:
+    if view.answered:
+        return "Nothing queued: the agent answered. Press Finalize, or Undo to go back."
+    return "Nothing queued: press Undo to go back."
 
 
-def _controls(
-    runner: ParallelAgentRunner, task_state: TaskState, *, active: bool, until_running: bool
-) -> None:
-    task_id = task_state.task_id
-    last = task_state.last_output
-    columns = st.columns(6)
-    stops = _breakpoints() if active else []
-    if columns[0].button(
+def _run_reason(view: _View, *, until: bool) -> str:
+    """Why Run ready steps (or Run until) cannot work now; "" when it can."""
+    if not view.active:
+        return view.why_read_only
+    if until and view.until_running:
+        return "Run until is running: Stop run until ends it."
+    if view.human is not None:
+        return "You are the model: each reply is typed, so run one step at a time (Run step)."
+    task_state = view.task_state
+    if not task_state.queue:
+        return _nothing_queued(view)
+    waiting = [task_state.steps[s] for s in task_state.queue if s not in view.live]
+    if not waiting:
+        return "Every upcoming step is running: wait for it, or press Stop."
+    if not any(task_state.is_ready(step) for step in waiting):
+        return "No step is ready: each upcoming step waits for another to finish."
+    return ""
+
+
+def _undo_reason(view: _View) -> str:
+    if view.task_state.task.imported:
+        return "Imported from a trace: this copy is read only, so nothing can be undone."
+    if not view.active:
+        return view.why_read_only
+    if not view.task_state.completed:
+        return "Nothing to undo: no step has run yet."
+    if view.live or view.until_running:
+        return "A step is running: wait for it, or press Stop."
+    return ""
+
+
+def _ran_text(outputs: list[TaskStepOutput]) -> str:
+    """What Run ready steps ran, as "Ran steps 4 and 5: add, multiply." (plain names only)."""
+    if not outputs:
+        return "No step was ready."
+    numbers = [str(o.task_step.number or "?") for o in outputs]
+    names = []
+    for output in outputs:
+        step = output.task_step
+        calls = [c.tool_name for c in output.tool_calls if _PLAIN_NAME.fullmatch(c.tool_name)]
+        names.append(", ".join(calls) if step.kind is StepKind.TOOL and calls else step.kind.value)
+    if len(numbers) == 1:
+        return f"Ran step {numbers[0]}: {names[0]}."
+    listed = ", ".join(numbers[:-1]) + " and " + numbers[-1]
+    return f"Ran steps {listed}: {', '.join(names)}."
+
+
+# --- actions: button callbacks, so a click is answered before the page is drawn, even when
+# --- the task changed meanwhile and the button is drawn differently (or not at all).
+
+
+def _on_run_ready_steps(runner: ParallelAgentRunner, task_id: str) -> None:
+    ran: list[TaskStepOutput] = []
+
+    def run() -> None:
+        ran.extend(runner.run_steps_in_queue(task_id))
+
+    with st.spinner("Running the ready steps…"):
+        if task_version.act(runner, task_id, run):
+            state.push_notice("success", _ran_text(ran))
+
+
+def _on_run_until(runner: ParallelAgentRunner, task_id: str) -> None:
+    stops = chosen_breakpoints()
+    task_version.act(runner, task_id, lambda: run_until_job.start(runner, task_id, stops))
+
+
+def _on_undo(runner: ParallelAgentRunner, task_id: str) -> None:
+    undo = lambda: runner.undo_step(task_id)  # noqa: E731
+    task_version.act(runner, task_id, undo, success="Undid the last step.")
+
+
+def _on_finalize(runner: ParallelAgentRunner, task_id: str) -> None:
+    finalize = lambda: runner.finalize_response(task_id)  # noqa: E731
+    task_version.act(runner, task_id, finalize, success="Task finished.")
+
+
+def _on_abandon(runner: ParallelAgentRunner, task_id: str) -> None:
+    abandon = lambda: runner.abandon_task(task_id)  # noqa: E731
+    task_version.act(runner, task_id, abandon, success="Task abandoned.")
+
+
+def _abandon(view: _View, column: Any) -> None:
+    """Abandon, after a second click in its popover (like Delete on the Tasks page)."""
+    with column.popover(
+        "Abandon",
+        key="abandon",
+        disabled=not view.active,
+        help=view.why_read_only or "Stops the task for good; its steps stay to inspect.",
+    ):
+        st.caption(
+            "Abandon this task? No step of it can run, be undone or finalized again; its steps "
+            "stay here to inspect."
+        )
+        st.button(
+            "Abandon for good",
+            key="abandon-confirm",
+            type="primary",
+            on_click=_on_abandon,
+            args=(view.runner, view.task_id),
+        )
+
+
+def _controls(view: _View) -> None:
+    task_state = view.task_state
+    on = (view.runner, view.task_id)
+    columns = st.columns([1.5, 1, 1, 1, 1.1, 1.1, 2.8])
+    ready_reason = _run_reason(view, until=False)
+    columns[0].button(
         "Run ready steps",
-        disabled=not active,
-        help="Runs every ready step at once (parallel plan items and tool calls).",
-    ):
-        with st.spinner("Running the ready steps…"):
-            attempt(lambda: runner.run_steps_in_queue(task_id))
-        st.rerun()
-    if columns[1].button(
+        key="act-run-ready",
+        disabled=bool(ready_reason),
+        help=ready_reason or "Runs every ready step at once (parallel plan items and tool calls).",
+        on_click=_on_run_ready_steps,
+        args=on,
+    )
+    until_reason = _run_reason(view, until=True)
+    columns[1].button(
         "Run until",
-        disabled=not active or until_running,
-        help="Runs steps until a stop you set under Breakpoints, the last step, or a tool call "
-        "awaiting approval. It goes on if you reload; Stop run until ends it.",
-    ):
-        attempt(lambda: run_until_job.start(runner, task_id, stops))
-        st.rerun()
-    if columns[2].button("Undo", disabled=not active or not task_state.completed):
-        attempt(lambda: runner.undo_step(task_id), success="Undid the last step.")
-        st.rerun()
-    if columns[3].button("Finalize", disabled=not (active and last and last.is_last)):
-        attempt(lambda: runner.finalize_response(task_id), success="Task finished.")
-        st.rerun()
-    if columns[4].button("Abandon", disabled=not active):
-        attempt(lambda: runner.abandon_task(task_id), success="Task abandoned.")
-        st.rerun()
+        key="act-run-until",
+        disabled=bool(until_reason),
+        help=until_reason
+        or "Runs steps until a stop you set under Breakpoints, the last step, or a tool call "
+        "awaiting approval. Pressed at a stop, it goes on past it. It goes on if you reload; "
+        "Stop run until ends it.",
+        on_click=_on_run_until,
+        args=on,
+    )
+    undo_reason = _undo_reason(view)
+    columns[2].button(
+        "Undo",
+        key="act-undo",
+        disabled=bool(undo_reason),
+        help=undo_reason or "Reverts the last step: it is upcoming again, to edit and rerun.",
+        on_click=_on_undo,
+        args=on,
+    )
+    finalize_reason = view.why_read_only or (
+        "" if view.answered else "The agent has not answered yet: run its steps first."
+    )
+    columns[3].button(
+        "Finalize",
+        key="act-finalize",
+        disabled=bool(finalize_reason),
+        help=finalize_reason or "Finishes the task with the agent's answer.",
+        on_click=_on_finalize,
+        args=on,
+    )
+    _abandon(view, columns[4])
     if columns[5].button("New task"):
         _leave_task()
         st.rerun()
+    with columns[6]:
+        render_breakpoints(steps_done=len(task_state.completed), disabled=not view.active)
 
 
-def _feedback(runner: ParallelAgentRunner, task_id: str) -> None:
-    with st.form("feedback", clear_on_submit=True, border=False):
-        text = st.text_input("Add feedback (a message the model reads before its next step)")
-        if st.form_submit_button("Add feedback"):
-            if not text.strip():
-                st.warning("Type the feedback first.")
-                return
-            attempt(lambda: runner.add_feedback(task_id, text), success="Feedback added.")
-            st.rerun()
+_FEEDBACK = "feedback-text"
+_FEEDBACK_PROBLEM = "stepwise.feedback_problem"
 
 
-def _finished(task_state: TaskState) -> None:
+def _send_feedback(runner: ParallelAgentRunner, task_id: str) -> None:
+    """Add the typed feedback; the box is emptied only once it was added (never lost)."""
+    text = st.session_state.get(_FEEDBACK, "")
+    if not text.strip():
+        st.session_state[_FEEDBACK_PROBLEM] = "Type the feedback first."
+        return
+    add = lambda: runner.add_feedback(task_id, text)  # noqa: E731
+    if task_version.act(runner, task_id, add, success="Feedback added."):
+        st.session_state[_FEEDBACK] = ""
+
+
+def _feedback(view: _View) -> None:
+    if view.answered:
+        st.info(_ANSWERED)  # Feedback now would have no step to read it.
+        return
+    with st.form("feedback", border=False):
+        st.text_input(
+            "Add feedback (a message the model reads before its next step)", key=_FEEDBACK
+        )
+        problem = st.session_state.pop(_FEEDBACK_PROBLEM, None)
+        if problem:
+            st.warning(problem)
+        # A callback runs before the page draws: it may empty the box, and a refused text
+        # stays in it to send again.
+        st.form_submit_button(
+            "Add feedback", on_click=_send_feedback, args=(view.runner, view.task_id)
+        )
+
+
+def _finished(view: _View) -> None:
+    task_state = view.task_state
     status = task_state.task.status
     last = task_state.last_output
     if status is TaskStatus.COMPLETED and last is not None:
@@ -150,58 +325,82 @@ def _finished(task_state: TaskState) -> None:
         st.code("" if last.output is None else str(last.output), language=None, wrap_lines=True)
     elif status is TaskStatus.ABANDONED:
         st.info("This task was abandoned: its steps stay here to inspect. Start a new task.")
-    elif last is not None and last.is_last:
-        st.caption("The last step ran: finalize the task, or undo to go back.")
+    elif view.answered:
+        if not view.active:
+            st.caption("The agent answered; this task is read only.")
+        # Active: the line in place of the feedback box says what to do.
     else:
-        st.caption("Nothing queued: undo to go back.")
+        st.caption(_nothing_queued(view))
 
 
-def _upcoming(
-    runner: ParallelAgentRunner, task_state: TaskState, *, active: bool
-) -> list[tuple[StepRun, Any]]:
+def _upcoming(view: _View) -> list[tuple[StepRun, Any]]:
     """Draw the queue; returns the steps running in the runtime, with where to stream them."""
     st.subheader("Upcoming steps", anchor=False)
-    live = {run.step_id: run for run in runner.running_steps(task_state.task_id)}
-    watched = [(run, render_live_step(runner, run)) for run in live.values()]
+    runner, task_state = view.runner, view.task_state
+    runs = [run for run in runner.running_steps(task_state.task_id) if run.step_id in view.live]
+    watched = [(run, render_live_step(runner, run)) for run in runs]
     steps = task_state.step_queue
     if not steps or task_state.task.status in (TaskStatus.COMPLETED, TaskStatus.ABANDONED):
-        _finished(task_state)
-    waiting = [step for step in steps if step.step_id not in live]
-    if not active:
-        status = task_state.task.status
-        why = "its model is not set up" if status in _RUNNABLE else f"the task is {status}"
+        _finished(view)
+    waiting = [step for step in steps if step.step_id not in view.live]
+    if not view.active:
         for step in waiting:
-            st.caption(f"{step.kind.value} step (not run: {why})")
+            st.caption(f"{step.kind.value} step (not run: {view.why_read_only})")
         return watched
-    human = _human_llm(runner)
     for step in waiting:
-        render_upcoming_step(runner, step, ready=task_state.is_ready(step), human=human)
+        render_upcoming_step(runner, task_state, step, human=view.human)
     return watched
 
 
+# How many cards the history shows for a task: (task id, count), grown by "Show … older".
+_MORE = "stepwise.history_shown"
+
+
+def _show_more(task_id: str, count: int) -> None:
+    st.session_state[_MORE] = (task_id, count + CARDS_SHOWN)
+
+
+@st.fragment
 def _history(task_state: TaskState) -> None:
+    """The completed steps, newest first; older cards are built only when asked for.
+
+    A fragment: showing more cards redraws these cards, not the controls, queue and DAG.
+    """
     st.subheader("Completed steps", anchor=False)
     total = len(task_state.outputs)
     if not total:
         st.caption("No step has run yet.")
         return
-    show_all = total > CARDS_SHOWN and st.checkbox(f"Show all {total} steps", key="show-all")
+    undone = total - len(task_state.completed)
+    label = f"Show all {_plural(total, 'step')}" + (f" ({undone} undone)" if undone > 0 else "")
+    show_all = total > CARDS_SHOWN and st.checkbox(label, key="show-all")
+    more: Any = st.session_state.get(_MORE)
+    count = more[1] if more and more[0] == task_state.task_id else CARDS_SHOWN
     newest_first = reversed(task_state.outputs)  # dicts keep commit order: no sort, no copy
     last = task_state.last_output
-    for step_id in newest_first if show_all else islice(newest_first, CARDS_SHOWN):
+    for step_id in newest_first if show_all else islice(newest_first, count):
         output = task_state.outputs[step_id]
         if output.task_step.status in _SHOWN_STATUSES:
             render_step_card(output, expanded=output is last)
+    if not show_all and total > count:
+        st.button(
+            f"Show {min(CARDS_SHOWN, total - count)} older steps",
+            key="show-more",
+            on_click=_show_more,
+            args=(task_state.task_id, count),
+        )
 
 
-def _memory(runner: ParallelAgentRunner, task_state: TaskState) -> None:
+def _memory(view: _View) -> None:
+    task_state = view.task_state
     with st.expander("What the model sees next"):
         ready = (s for s in task_state.step_queue if task_state.is_ready(s))
         step = next(ready, None)
-        if step is None:
-            render_memory(runner.preview_messages(task_state.task_id))
+        messages = preview_messages(view.runner, task_state.task_id, step, None)
+        if not messages and step is not None:
+            st.caption(f"The next step ({step.kind.value}) makes no model call.")
         else:
-            render_memory(next_prompt(runner, step, step.input))
+            render_memory(messages)
 
 
 def _runner_for(task_id: str) -> tuple[ParallelAgentRunner, AgentCoreError | None]:
@@ -211,7 +410,8 @@ def _runner_for(task_id: str) -> tuple[ParallelAgentRunner, AgentCoreError | Non
     the reader: its agent is never rebuilt, so a trace naming someone's code imports nothing.
     """
     reader = runtime.reader()
-    if reader.get_task(task_id).status not in _RUNNABLE:
+    task = reader.get_task(task_id)
+    if task.status not in _RUNNABLE or task.imported:
         return reader, None
     try:
         return runtime.runner_for(runtime.spec_of(task_id)), None
@@ -229,31 +429,59 @@ def _problem(problem: AgentCoreError) -> None:
         )
 
 
+def _why_read_only(task_state: TaskState, problem: AgentCoreError | None) -> str:
+    task = task_state.task
+    if task.imported:
+        return "Imported from a trace: this copy is read only."
+    if task.status is TaskStatus.COMPLETED:
+        return "The task is finished."
+    if task.status is TaskStatus.ABANDONED:
+        return "The task was abandoned."
+    if isinstance(problem, UserCodeError):
+        return "Read only: your agent could not be loaded (see above)."
+    if problem is not None:
+        return "Read only: this task's model is not set up (see above)."
+    return ""
+
+
 def _task_view(task_id: str) -> None:
     runner, problem = _runner_for(task_id)
     task_state = runner.snapshot_task_state(task_id)  # Steps may commit while this draws.
-    status = task_state.task.status
-    active = problem is None and status in _RUNNABLE
+    why_read_only = _why_read_only(task_state, problem)
     _header(task_state)
     if problem is not None:
         _problem(problem)
     until_running = run_until_job.render_running(task_id)
-    _controls(runner, task_state, active=active, until_running=until_running)
+    view = _View(
+        runner=runner,
+        task_state=task_state,
+        why_read_only=why_read_only,
+        human=None if why_read_only else _human_llm(runner),
+        live=frozenset(run.step_id for run in runner.running_steps(task_id)),
+        until_running=until_running,
+    )
+    _controls(view)
     left, right = st.columns([3, 2], gap="large")
     with left:
-        watched = _upcoming(runner, task_state, active=active)
-        if active:
-            _feedback(runner, task_id)
+        watched = _upcoming(view)
+        if view.active:
+            _feedback(view)
         _history(task_state)
     with right:
         st.subheader("Step DAG", anchor=False)
         render_dag(task_state)
         if problem is None:
-            _memory(runner, task_state)
-    watch_live_steps(watched)  # Last: the rest of the page is drawn while a step streams.
+            _memory(view)
+    task_version.remember(task_state)  # Drawn: the next click acts on this version.
+
+    def changed() -> bool:
+        return runner.get_task_state(task_id).version != task_state.version
+
+    watch_live_steps(watched, changed=changed)  # Last: the page is drawn while a step streams.
     if until_running:
-        run_until_job.wait_while_running(runner, task_id, {run.step_id for run, _ in watched})
-    if runner.get_task_state(task_id).version != task_state.version:
+        drawn = {run.step_id for run, _ in watched}
+        run_until_job.wait_while_running(runner, task_id, drawn, drawn_version=task_state.version)
+    if changed():
         st.rerun()  # A step ended while the page was drawn: show what it left.
 
 
