@@ -353,7 +353,7 @@ def _render_text_step(ctx: _Ctx) -> None:
             new_input = ctx.step.input
         with st.expander("The exact prompt the model gets", expanded=True):
             messages = preview_messages(ctx.runner, ctx.step.task_id, ctx.step, new_input)
-            render_memory(messages, limit=None)
+            render_memory(messages, key=f"editor-{ctx.key}")
         st.text_area("You are the model: type its reply", key=f"reply-{ctx.key}")
         _show_problem(ctx, "reply")  # Right under the box it is about.
     run_col, save_col, skip_col = st.columns(3)

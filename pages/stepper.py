@@ -26,13 +26,16 @@ from agent_core.types import StepKind, StepStatus, TaskState, TaskStatus, TaskSt
 from components import run_until_job, runtime, state, task_version
 from components.actions import show_message, show_notice
 from components.breakpoint_picker import chosen_breakpoints, render_breakpoints
-from components.dag_view import render_dag
+from components.graph_panel import render_graph_panel
 from components.live_step import render_live_step, watch_live_steps
 from components.memory_view import render_memory
+from components.messages import plural
 from components.step_card import render_step_card
 from components.step_editor import preview_messages, render_upcoming_step
 from components.task_form import agent_label, model_label, render_create_form
+from components.task_list import cost_text
 from components.user_code_view import render_code_error
+from components.workspace_view import render_workspace
 
 logger = logging.getLogger("stepwise.app")
 
@@ -101,22 +104,21 @@ def _human_llm(runner: ParallelAgentRunner) -> HumanLLM | None:
     return llm if isinstance(llm, HumanLLM) else None
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
-
-
 def _header(task_state: TaskState) -> None:
     task = task_state.task
     st.caption("Task")
     text = task.input[:2000] + ("…" if len(task.input) > 2000 else "")
     st.code(text, language=None, wrap_lines=True)
     usage = task.usage
-    cost = f"${usage.cost_usd:.4f}" if usage.cost_usd is not None else "cost unknown"
     status = task.status.value + (" · imported, read only" if task.imported else "")
-    st.caption(
-        f"Status: **{status}** · {_plural(len(task_state.completed), 'step')} done · "
-        f"{len(task_state.queue)} upcoming · {_plural(usage.total_tokens, 'token')} · {cost}"
-    )
+    parts = [
+        f"Status: **{status}**",
+        f"{plural(len(task_state.completed), 'step')} done",
+        f"{len(task_state.queue):,} upcoming",
+        plural(usage.total_tokens, "token"),
+        cost_text(usage),
+    ]
+    st.caption(" · ".join(part for part in parts if part))
     spec = runtime.spec_of(task.task_id)
     st.text(f"Model: {model_label(spec)} · Agent: {agent_label(spec)}")  # names: not markdown
 
@@ -372,7 +374,7 @@ def _history(task_state: TaskState) -> None:
         st.caption("No step has run yet.")
         return
     undone = total - len(task_state.completed)
-    label = f"Show all {_plural(total, 'step')}" + (f" ({undone} undone)" if undone > 0 else "")
+    label = f"Show all {plural(total, 'step')}" + (f" ({undone} undone)" if undone > 0 else "")
     show_all = total > CARDS_SHOWN and st.checkbox(label, key="show-all")
     more: Any = st.session_state.get(_MORE)
     count = more[1] if more and more[0] == task_state.task_id else CARDS_SHOWN
@@ -400,7 +402,7 @@ def _memory(view: _View) -> None:
         if not messages and step is not None:
             st.caption(f"The next step ({step.kind.value}) makes no model call.")
         else:
-            render_memory(messages)
+            render_memory(messages, key="next")
 
 
 def _runner_for(task_id: str) -> tuple[ParallelAgentRunner, AgentCoreError | None]:
@@ -468,10 +470,10 @@ def _task_view(task_id: str) -> None:
             _feedback(view)
         _history(task_state)
     with right:
-        st.subheader("Step DAG", anchor=False)
-        render_dag(task_state)
+        render_graph_panel(runner, task_state, active=view.active)
         if problem is None:
             _memory(view)
+        render_workspace(task_state)
     task_version.remember(task_state)  # Drawn: the next click acts on this version.
 
     def changed() -> bool:

@@ -77,8 +77,8 @@ def create_task(page: Page, text: str) -> None:
 
 def steps_done(page: Page) -> int:
     """The number of completed steps the task header shows."""
-    header = page.get_by_text(re.compile(r"\d+ steps done")).first.inner_text()
-    match = re.search(r"(\d+) steps done", header)
+    header = page.get_by_text(re.compile(r"\d+ steps? done")).first.inner_text()
+    match = re.search(r"(\d+) steps? done", header)
     assert match is not None, header
     return int(match.group(1))
 
@@ -87,7 +87,8 @@ def run_one_step(page: Page) -> None:
     """Click Run step once and wait until the step has completed and the page settled."""
     before = steps_done(page)
     click(page, "Run step")
-    expect(page.get_by_text(f"{before + 1} steps done", exact=False)).to_be_visible(timeout=30_000)
+    done = f"{before + 1} step{'' if before == 0 else 's'} done"
+    expect(page.get_by_text(done, exact=False)).to_be_visible(timeout=30_000)
     expect(page.get_by_text("Running step")).to_have_count(0, timeout=30_000)
 
 
