@@ -35,9 +35,11 @@ chromium:
 test: lint chromium
 	$(BIN)/pytest
 
-# Benchmarks side by side with LlamaIndex and LangGraph (their own env: bench/.venv).
-bench: $(STAMP)
+# Benchmarks side by side with LlamaIndex and LangGraph (their own env: bench/.venv), then
+# the page's speed in Chromium (bench/results/page_speed.json).
+bench: $(STAMP) chromium
 	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.page_speed
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
