@@ -227,6 +227,7 @@ def _abandon(view: _View, column: Any) -> None:
             "Abandon for good",
             key="abandon-confirm",
             type="primary",
+            disabled=not view.active,  # A popover left open after abandoning stays harmless.
             on_click=_on_abandon,
             args=(view.runner, view.task_id),
         )

@@ -21,6 +21,7 @@ from agent_core.llms.openai import OPENAI_COMPATIBLE_PRESETS
 from agent_core.spec import DEFAULT_MODELS, AgentSpec
 from agent_core.store import SQLiteStore
 from components import state
+from components.messages import unplain
 from components.settings_form import CUSTOM, parse_prices
 
 from .conftest import only_task_state
@@ -102,8 +103,16 @@ def _rendered(app: AppTest) -> str:
 
 
 def _texts(app: AppTest) -> str:
+    """The page's text as a reader sees it (app messages are escaped markdown: unescaped)."""
     kinds = ("markdown", "caption", "code", "text", "success", "info", "warning", "error")
-    return "\n".join(str(getattr(node, "value", "")) for kind in kinds for node in app.get(kind))
+    return "\n".join(
+        unplain(str(getattr(node, "value", ""))) for kind in kinds for node in app.get(kind)
+    )
+
+
+def _toasts(app: AppTest) -> list[str]:
+    """The toasts the last run showed (an action that worked says so in one)."""
+    return [toast.value for toast in app.toast]
 
 
 def _files_containing(root: Path, needle: str) -> list[Path]:
@@ -134,7 +143,7 @@ def test_a_local_preset_saves_an_openai_spec_at_its_base_url(app: AppTest, prese
         OPENAI_COMPATIBLE_PRESETS[preset],
         "llama3.2",
     )
-    assert "Saved: new tasks use this model." in [notice.value for notice in app.success]
+    assert "Saved: new tasks use this model." in _toasts(app)
     assert app.selectbox(key="settings-provider").value == preset
 
 
@@ -353,7 +362,7 @@ def test_a_local_server_gets_a_key_field_of_its_own(app: AppTest, choice: str, u
     assert _session_key(app, f"server:{url}") == SECRET
     assert _session_key(app, "openai") is None  # a server's key is not an OpenAI key
     assert _server_key_field(app).value == ""
-    assert "Key for this server set for this session only." in _texts(app)
+    assert "Key for this server set for this session only." in _toasts(app)
     assert not _leaks(_rendered(app))
 
     app.button(key="settings-forget-server").click().run()
@@ -403,7 +412,7 @@ def test_edited_and_added_prices_are_saved_as_overrides(app: AppTest) -> None:
     assert _overrides(app) == {"gpt-4o-mini": (0.2, 0.6), "llama3.2": (0.0, 0.5)}
     assert _row_of(app, "gpt-4o-mini") == (0.2, 0.6)  # shown once, not edited twice
     assert _row_of(app, "llama3.2") == (0.0, 0.5)
-    assert any("Prices saved" in notice.value for notice in app.success)
+    assert any("Prices saved" in toast for toast in _toasts(app))
 
     app.button(key="settings-reset-prices").click().run()
     assert _overrides(app) == {}
@@ -566,4 +575,5 @@ def test_a_model_the_database_cannot_take_is_kept_for_the_session_and_says_so(
     assert "Kept for this session only, not saved" in _texts(app)
     assert "database is locked" in _texts(app)
     assert not app.success
+    assert not _toasts(app)  # no "Saved" toast for a model that was not saved
     assert _saved(db_path, state.SAVED_SPEC) is None

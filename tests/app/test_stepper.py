@@ -2,7 +2,7 @@
 
 Every test drives the real app (`app.py`) on a fresh SQLite file, then opens its own
 `SQLiteStore` on that file to check what the page actually did, and reads the DAG both from
-the stored state (`build_dag`) and from the page the app embeds in its iframe.
+the stored state (`build_dag`) and from the data the app gives its graph component.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from streamlit.testing.v1 import AppTest
 
 from agent_core.dag import STATUS_COLORS, build_dag
 from agent_core.demos import ARITHMETIC_TASK, PARALLEL_TASK, SCENARIOS
+from agent_core.errors import StepError
 from agent_core.llms import FunctionLLM, ScriptedLLM
 from agent_core.llms.base import Usage
 from agent_core.runner import AgentRunner
@@ -30,6 +31,7 @@ from agent_core.types import StepKind, StepStatus, TaskState, TaskStatus, TaskSt
 from agent_core.workers import ReActAgentWorker
 from components.live_step import shown_text
 from components.memory_view import message_text
+from components.messages import unplain
 from components.step_card import card_title
 
 CARDS_SHOWN = 25
@@ -101,8 +103,27 @@ def codes(at: AppTest) -> list[str]:
 
 
 def texts(at: AppTest) -> list[str]:
-    """Plain text the page shows (the runtime's messages under a notice's headline)."""
+    """Plain text the page shows (`st.text`: the task's model and agent, say)."""
     return [t.value for t in at.text]
+
+
+def messages(at: AppTest) -> list[str]:
+    """The app's messages as read on the page: each coloured box (its markdown escapes undone,
+    see `components.messages.plain`) and each toast."""
+    boxes = [e.value for e in [*at.error, *at.warning, *at.info, *at.success]]
+    return [unplain(text) for text in boxes] + toasts(at)
+
+
+def toasts(at: AppTest) -> list[str]:
+    """The toasts the last run showed (an action that worked says so in one)."""
+    return [t.value for t in at.toast]
+
+
+def popover(at: AppTest, key: str) -> Any:
+    """The popover block keyed `key` (its proto holds label, help and disabled)."""
+    found = [p for p in at.get("popover") if p.proto.id.endswith(f"-{key}")]
+    assert len(found) == 1, f"{len(found)} popovers keyed {key}"
+    return found[0].proto.popover
 
 
 def expander(at: AppTest, label: str) -> Any:
@@ -115,21 +136,18 @@ def card_titles(at: AppTest) -> list[str]:
 
 
 def _dag_data(at: AppTest, name: str) -> list[dict[str, Any]]:
-    frames = at.get("iframe")
-    assert len(frames) == 1, "the page shows no DAG"
-    page = frames[0].proto.srcdoc
-    match = re.search(rf"{name} = new vis\.DataSet\((\[.*?\])\);", page, re.DOTALL)
-    assert match, f"the DAG page defines no {name}"
-    return json.loads(match.group(1))
+    graphs = at.get("component_instance")
+    assert len(graphs) == 1, "the page shows no DAG"
+    return json.loads(graphs[0].proto.json_args)[name]
 
 
 def dag_nodes(at: AppTest) -> dict[str, dict[str, Any]]:
-    """The nodes of the DAG page the app put in its iframe, by step id."""
+    """The nodes of the DAG the app gave its graph component, by step id."""
     return {node["id"]: node for node in _dag_data(at, "nodes")}
 
 
 def dag_edges(at: AppTest) -> set[tuple[str, str]]:
-    """The edges of the DAG page the app put in its iframe."""
+    """The edges of the DAG the app gave its graph component."""
     return {(edge["from"], edge["to"]) for edge in _dag_data(at, "edges")}
 
 
@@ -237,7 +255,8 @@ def test_run_one_step_shows_a_card_with_tokens_and_latency(app: AppTest, db_path
     state = stored(db_path, task)
     assert completed(state) == ["llm"]
     (output,) = state.completed_steps
-    assert [(c.tool_name, c.content) for c in output.tool_calls] == [("multiply", "363.0")]
+    # The model wrote 121 and 3: the product is shown as the integer it is.
+    assert [(c.tool_name, c.content) for c in output.tool_calls] == [("multiply", "363")]
     (title,) = card_titles(app)
     assert title.startswith("Step 1 · llm")
     assert f"{output.usage.total_tokens:,} tokens" in title and output.usage.total_tokens > 0
@@ -245,7 +264,7 @@ def test_run_one_step_shows_a_card_with_tokens_and_latency(app: AppTest, db_path
     card = expander(app, title)
     card_codes = [c.value for c in card.code]
     assert "First I multiply 121 by 3." in card_codes  # thought
-    assert "363.0" in card_codes  # observation
+    assert "363" in card_codes  # observation
     assert_dag_matches(app, state)
     colours = sorted(fill(n) for n in dag_nodes(app).values())
     assert colours == sorted([STATUS_COLORS["completed"], STATUS_COLORS["upcoming"]])
@@ -320,12 +339,12 @@ def test_approve_a_tool_call_with_edited_arguments(app: AppTest, db_path: Path) 
     state = stored(db_path, task)
     assert completed(state) == ["llm", "tool"]
     tool_output = state.completed_steps[-1]
-    assert [(c.args, c.content) for c in tool_output.tool_calls] == [({"a": 121, "b": 4}, "484.0")]
+    assert [(c.args, c.content) for c in tool_output.tool_calls] == [({"a": 121, "b": 4}, "484")]
     step = tool_output.task_step
     assert step.edited and step.proposed_input == {"tool": "multiply", "args": {"a": 121, "b": 3}}
     # The model's next request says what the person changed, and the edited result.
     memory = [m.content for m in state.task.memory.get_all()]
-    assert any("The user changed this call" in m and "484.0" in m for m in memory)
+    assert any("The user changed this call" in m and "484" in m for m in memory)
     assert "edited" in card_titles(app)[0]
 
 
@@ -339,8 +358,14 @@ def test_reject_a_tool_call_with_a_reason(app: AppTest, db_path: Path) -> None:
     state = stored(db_path, task)
     assert completed(state) == ["llm", "tool"]
     rejected = state.completed_steps[-1]
-    assert rejected.task_step.input["rejected"] == reason  # type: ignore[index]
-    assert rejected.tool_calls[0].is_error
+    step = rejected.task_step
+    # A rejection is recorded as such: not an edit, and the call's input is left as proposed.
+    assert step.rejection == reason
+    assert not step.edited
+    assert step.input == {"tool": "multiply", "args": {"a": 121, "b": 3}}
+    assert rejected.tool_calls[0].is_error and rejected.tool_calls[0].rejected
+    title = unplain(card_titles(app)[0])
+    assert f'rejected: "{reason}"' in title and "edited" not in title
     # What the model sees next (the page's memory view) holds the reason...
     seen = [c.value for c in expander(app, "What the model sees next").code]
     assert any(reason in text for text in seen)
@@ -358,8 +383,9 @@ def test_invalid_json_arguments_show_an_error_and_run_nothing(app: AppTest, db_p
     step_widget(app, "args", "text_area").input('{"a": 121, "b": ')
     click(app, "Approve and run step")
 
-    assert any("nothing ran" in e.value for e in app.error)
-    assert any("not valid JSON" in text for text in texts(app))
+    # One error box, beside the call: the headline and the parser's reason inside it.
+    (error,) = [e for e in app.error if "nothing ran" in e.value]
+    assert "not valid JSON" in unplain(error.value)
     state = stored(db_path, task)
     assert completed(state) == ["llm"]
     (call,) = state.step_queue
@@ -375,7 +401,8 @@ def test_arguments_that_are_not_an_object_are_refused(app: AppTest, db_path: Pat
     step_widget(app, "args", "text_area").input("[1, 2]")
     click(app, "Approve and run step")
 
-    assert any("must be a JSON object" in text for text in texts(app))
+    (error,) = [e for e in app.error if "nothing ran" in e.value]
+    assert "must be a JSON object" in unplain(error.value)
     assert completed(stored(db_path, task)) == ["llm"]
 
 
@@ -399,18 +426,21 @@ def test_undo_drops_the_step_and_the_dag_keeps_it_undone(app: AppTest, db_path: 
     assert fill(dag_nodes(app)[undone[0].step_id]) == STATUS_COLORS["undone"]
     assert_dag_matches(app, state)
     assert any("undone" in title for title in card_titles(app))
-    assert any("Undid the last step." in s.value for s in app.success)
+    assert "Undid the last step." in toasts(app)
 
 
 def test_abandon_disables_the_controls(app: AppTest, db_path: Path) -> None:
     task = start_scenario(app, "arithmetic")
     run_first_step(app)
 
-    click(app, "Abandon")
+    assert popover(app, "abandon").label == "Abandon"  # it asks first: a second click
+    click(app, "Abandon for good")
 
     assert stored(db_path, task).task.status is TaskStatus.ABANDONED
-    for label in ("Run ready steps", "Run until", "Undo", "Finalize", "Abandon"):
+    assert "Task abandoned." in toasts(app)
+    for label in ("Run ready steps", "Run until", "Undo", "Finalize"):
         assert button(app, label).disabled, label
+    assert popover(app, "abandon").disabled
     assert not [b for b in app.button if b.key and b.key.startswith("run-")]
     assert not [b for b in app.button if b.label == "Add feedback"]
     assert any("abandoned" in i.value for i in app.info)
@@ -429,14 +459,14 @@ def test_run_until_the_last_step_then_finalize(app: AppTest, db_path: Path) -> N
     state = stored(db_path, task)
     assert completed(state) == ["llm", "llm", "llm"]
     assert state.last_output is not None and state.last_output.is_last
-    assert any("last step ran" in text for text in texts(app))
+    assert any("last step ran" in text for text in messages(app))
     assert not button(app, "Finalize").disabled
 
     click(app, "Finalize")
 
     state = stored(db_path, task)
     assert state.task.status is TaskStatus.COMPLETED
-    assert any("Task finished." in s.value for s in app.success)
+    assert "Task finished." in toasts(app)
     assert ANSWER_405 in codes(app)
     assert button(app, "Run until").disabled
 
@@ -460,7 +490,7 @@ def test_run_until_stops_at_each_kind_of_breakpoint(
 
     assert len(stored(db_path, task).completed) == steps
     if steps < 3:
-        assert any("breakpoint" in text for text in texts(app))
+        assert any("breakpoint" in text for text in messages(app))
 
 
 def test_run_until_continues_past_the_breakpoint_it_stopped_at(app: AppTest, db_path: Path) -> None:
@@ -470,14 +500,23 @@ def test_run_until_continues_past_the_breakpoint_it_stopped_at(app: AppTest, db_
     click(app, "Run until")
 
     state = stored(db_path, task)
-    assert len(state.completed) == 2  # the step that called add, not the answer
-    assert [c.tool_name for c in state.completed_steps[-1].tool_calls] == ["add"]
+    # The step that chose add ran, and its call waits, held, before it runs: not the answer.
+    assert completed(state) == ["llm", "llm"]
+    assert state.completed_steps[-1].tool_calls == []
+    (held,) = state.step_queue
+    assert held.kind is StepKind.TOOL and held.step_state.get("held")
+    assert held.input == {"tool": "add", "args": {"a": 363, "b": 42}}
     assert state.last_output is not None and not state.last_output.is_last
-    assert any("breakpoint" in text and "'add'" in text for text in texts(app))
+    assert any("breakpoint" in text and "'add'" in text for text in messages(app))
 
     click(app, "Run until")  # like a debugger's continue: past the breakpoint, to the end
 
-    assert len(stored(db_path, task).completed) == 3
+    state = stored(db_path, task)
+    assert completed(state) == ["llm", "llm", "tool", "llm"]
+    assert [(c.tool_name, c.content) for c in state.completed_steps[2].tool_calls] == [
+        ("add", "405")
+    ]
+    assert state.last_output is not None and state.last_output.is_last
 
 
 def test_run_until_stops_at_a_tool_call_awaiting_approval(app: AppTest, db_path: Path) -> None:
@@ -488,7 +527,7 @@ def test_run_until_stops_at_a_tool_call_awaiting_approval(app: AppTest, db_path:
     state = stored(db_path, task_id(app))
     assert completed(state) == ["llm"]
     assert state.step_queue[0].needs_approval
-    assert any("awaits your approval" in text for text in texts(app))
+    assert any("awaits your approval" in text for text in messages(app))
 
 
 def test_run_ready_steps_runs_parallel_tool_calls(app: AppTest, db_path: Path) -> None:
@@ -503,10 +542,7 @@ def test_run_ready_steps_runs_parallel_tool_calls(app: AppTest, db_path: Path) -
 
     state = stored(db_path, task)
     assert completed(state) == ["llm", "tool", "tool"]  # the two calls, together
-    assert sorted(c.content for o in state.completed_steps for c in o.tool_calls) == [
-        "14.0",
-        "84.0",
-    ]
+    assert sorted(c.content for o in state.completed_steps for c in o.tool_calls) == ["14", "84"]
     (waiting,) = state.step_queue
     assert waiting.kind is StepKind.LLM and state.is_ready(waiting)
     seen = "\n".join(c.value for c in expander(app, "What the model sees next").code)
@@ -547,16 +583,28 @@ def test_a_failing_step_shows_a_readable_error_then_a_typed_reply_runs(
     type_task(app, question, worker="react", provider="human", tools=["arithmetic"])
     task = task_id(app)
 
-    # The exact prompt: the worker's system prompt, then the step's input as the user.
+    # The exact prompt: the runtime's preview, the worker's system prompt then the question.
     prompt = [c.value for c in expander(app, "The exact prompt the model gets").code]
-    runner = AgentSpec(provider="human", tools=("arithmetic",)).build_runner(
-        store=SQLiteStore(db_path)
-    )
-    system = runner.preview_messages(task)
-    assert prompt == [*(message_text(m) for m in system), question]
+    store = SQLiteStore(db_path)
+    runner = AgentSpec(provider="human", tools=("arithmetic",)).build_runner(store=store)
+    preview = runner.preview_messages(task)
+    assert [m.role for m in preview] == ["system", "user"]
+    assert prompt == [message_text(m) for m in preview]
+    assert prompt[-1] == question
 
-    run_first_step(app)  # no reply typed: the model (you) has nothing to say
+    run_first_step(app)  # no reply typed: refused beside the box, nothing runs
 
+    assert any("Type the model's reply first" in w.value for w in app.warning)
+    state = stored(db_path, task)
+    (waiting,) = state.step_queue
+    assert (waiting.status, waiting.attempts) == (StepStatus.UPCOMING, 0)
+    assert state.task.status is TaskStatus.ACTIVE
+
+    # Run from Python with no reply, the step fails; the page shows why, as text.
+    with pytest.raises(StepError):
+        runner.run_step(task)
+    store.close()
+    ok(app.run())
     state = stored(db_path, task)
     (failed,) = state.step_queue
     assert failed.status is StepStatus.FAILED and "type the model's reply" in (failed.error or "")
@@ -649,7 +697,7 @@ def test_a_task_whose_model_has_no_key_is_shown_read_only(
     ok(app.run())
 
     assert any("Read only" in w.value for w in app.warning)
-    assert any("OPENAI_API_KEY" in text for text in texts(app))
+    assert any("OPENAI_API_KEY" in text for text in messages(app))
     assert "Say hi." in codes(app)
     assert button(app, "Run until").disabled
     assert not [b for b in app.button if b.key and b.key.startswith("run-")]
@@ -661,12 +709,15 @@ def test_a_task_whose_model_has_no_key_is_shown_read_only(
 def test_hostile_text_is_never_rendered_as_markdown(app: AppTest, db_path: Path) -> None:
     type_task(app, HOSTILE, worker="react", provider="demo")
     task = task_id(app)
-    run_first_step(app)
+    # Feedback first: once the demo model has answered, feedback is no longer offered.
     (box,) = [t for t in app.text_input if t.label.startswith("Add feedback")]
     box.input(HOSTILE)
     click(app, "Add feedback")
+    run_first_step(app)
 
-    assert stored(db_path, task).task.input == HOSTILE
+    state = stored(db_path, task)
+    assert state.task.input == HOSTILE
+    assert completed(state) == ["human", "llm"]  # the feedback, then the model's step
     markdown_elements = [
         *app.markdown,
         *app.caption,
@@ -677,6 +728,7 @@ def test_hostile_text_is_never_rendered_as_markdown(app: AppTest, db_path: Path)
         *app.warning,
         *app.info,
         *app.success,
+        *app.toast,
     ]
     assert markdown_elements
     for element in markdown_elements:
@@ -684,8 +736,7 @@ def test_hostile_text_is_never_rendered_as_markdown(app: AppTest, db_path: Path)
     labels = [e.label for e in app.expander] + [b.label for b in app.button]
     assert not [label for label in labels if "<img" in label]
     assert HOSTILE in codes(app)  # shown, as plain text
-    dag_page = app.get("iframe")[0].proto.srcdoc
-    assert HOSTILE not in dag_page
+    assert not app.get("iframe") and not app.get("html")  # The DAG gets the text as data.
 
 
 # ----------------------------------------------------------------------------- speed, streaming
@@ -734,7 +785,10 @@ def test_a_card_title_says_tokens_cost_and_latency() -> None:
     )
     assert card_title(priced) == "Step 4 · llm · 1,234 tokens · $0.0012 · 1,530 ms"
     tool = TaskStepOutput(task_step=step.model_copy(update={"kind": StepKind.TOOL}))
-    assert card_title(tool) == "Step 4 · tool · 0 tokens · 0 ms"  # no model: no "cost unknown"
+    # No model ran: no tokens and no cost, only the time.
+    assert card_title(tool) == "Step 4 · tool · 0 ms"
+    one = TaskStepOutput(task_step=step, usage=Usage(prompt_tokens=1), latency_ms=2)
+    assert card_title(one) == "Step 4 · llm · 1 token · cost unknown · 2 ms"
 
 
 def test_a_server_address_holding_a_password_is_refused_and_nothing_is_stored(

@@ -18,7 +18,7 @@ _READ_DAG = """() => window.stepwiseDag ? window.stepwiseDag.nodes.get().map(n =
 
 
 def dag_nodes(page) -> Nodes:
-    """The nodes vis-network holds in the DAG iframe (empty if it is not drawn yet)."""
+    """The nodes vis-network holds in the DAG component's frame (empty if not drawn yet)."""
     for frame in page.frames:
         try:
             nodes = frame.evaluate(_READ_DAG)
@@ -74,12 +74,16 @@ def test_seed_task_step_by_step_with_the_dag_after_each_action(page):
     page.screenshot(path=ARTIFACTS / "stepper-after-undo.png")
 
     click(page, "Abandon")
-    page.get_by_text("abandoned").first.wait_for(timeout=10_000)
+    click(page, "Abandon for good")
+    page.get_by_text("This task was abandoned").first.wait_for(timeout=10_000)
+    page.keyboard.press("Escape")  # Close the popover, so the picture shows the page.
+    page.wait_for_timeout(300)
     page.screenshot(path=ARTIFACTS / "stepper-abandoned.png", full_page=True)
 
     outside = [u for u in page.requests if urlparse(u).hostname not in (None, "localhost")]
     assert [u for u in outside if not u.startswith(("data:", "blob:", "about:"))] == []
-    assert any(u.endswith("/app/static/vis-network.min.js") for u in page.requests)
+    vis = "/component/components.dag_view.stepwise_dag/vis-network.min.js"
+    assert any(u.endswith(vis) for u in page.requests)
 
 
 def test_hostile_task_text_is_shown_as_text(page):
