@@ -348,6 +348,15 @@ class AgentRunner:
             )
         return state.last_output
 
+    def get_messages_sent(self, task_id: str, step_id: str) -> list[ChatMessage]:
+        """The messages a step sent to its model, exactly ([] when it called none).
+
+        Stored apart from the step's output: `get_task_state` outputs leave them out.
+        """
+        state = self._task_state(task_id)
+        step_of(state, step_id)
+        return self.store.load_messages_sent(task_id, step_id)
+
     def preview_messages(
         self, task_id: str, step_id: str | None = None, input: StepInput = None
     ) -> list[ChatMessage]:
@@ -604,6 +613,9 @@ class AgentRunner:
                 memory=memory_write,
             )
             self._commit(state, change)
+            # The prompt is stored apart: the state keeps the output without it, as a load
+            # would; the caller gets it whole.
+            state.outputs[step.step_id] = output.model_copy(update={"messages_sent": []})
         return output
 
     def _fail(self, state: TaskState, step: TaskStep, exc: BaseException) -> StepError:

@@ -227,7 +227,9 @@ class TaskStepOutput(BaseModel):
     effects: list[Effect] = Field(default_factory=list)
     """Side effects the step's tools had (file writes, ...), reverted by undo."""
     messages_sent: list[ChatMessage] = Field(default_factory=list)
-    """The messages the step's model call got, exactly (empty when it called no model)."""
+    """The messages the step's model call got, exactly (empty when it called no model). Set
+    on the output a run returns; stored apart, so `AgentRunner.get_messages_sent` reads it
+    for any step later."""
 
     def __str__(self) -> str:
         return str(self.output)

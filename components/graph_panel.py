@@ -8,6 +8,7 @@ once an undo and a re-run made a second one (`components.branch_compare`).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from functools import partial
 
@@ -143,7 +144,14 @@ def _selected_step(
             name = f"Step {step.number}" if step.number is not None else f"This {step.kind} step"
             st.caption(f"{name} has not run yet: it is under Upcoming steps.")
         else:
-            render_step_card(output, expanded=True)
+            render_step_card(
+                output,
+                expanded=True,
+                key="dag",  # The same card may be drawn under Completed steps too.
+                load_messages_sent=functools.partial(
+                    runner.get_messages_sent, task_state.task_id, step_id
+                ),
+            )
             _undo_button(runner, task_state, step_id, active=active)
         if st.button("Close", key=f"dag-close-{task_state.task_id}", type="tertiary"):
             st.session_state.pop(selection_key(task_state.task_id), None)

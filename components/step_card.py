@@ -9,14 +9,14 @@ file's content) gets a code block of its own instead of one JSON-escaped line.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
 import streamlit as st
 
 from agent_core.dag import display_value, format_result, rejection_of
-from agent_core.llms.base import Usage
+from agent_core.llms.base import ChatMessage, Usage
 from agent_core.types import StepInput, StepKind, StepStatus, TaskStep, TaskStepOutput
 from components.memory_view import render_memory
 from components.messages import cost_text, plain, plural
@@ -209,19 +209,33 @@ def _render_output(output: TaskStepOutput) -> None:
     _code(_text(shown))
 
 
-def _render_messages_sent(output: TaskStepOutput, *, key: str) -> None:
-    messages = getattr(output, "messages_sent", None) or []
-    if not messages:
+def _render_messages_sent(
+    output: TaskStepOutput, *, key: str, load: Callable[[], list[ChatMessage]] | None
+) -> None:
+    """A toggle that shows the messages the step sent; they are read only when opened."""
+    if output.task_step.kind in (StepKind.TOOL, StepKind.HUMAN) and not output.messages_sent:
+        return  # Such steps call no model.
+    if not st.toggle("Messages sent to the model", key=f"{key}-sent"):
         return
-    label = f"Messages sent to the model ({plural(len(messages), 'message')})"
-    if st.toggle(label, key=f"{key}-sent"):
-        render_memory(list(messages), key=f"{key}-sent")
+    messages = output.messages_sent or (load() if load is not None else [])
+    if not messages:
+        st.caption("This step sent nothing to a model.")
+        return
+    st.caption(plural(len(messages), "message"))
+    render_memory(list(messages), key=f"{key}-sent")
 
 
-def render_step_card(output: TaskStepOutput, *, expanded: bool = False, key: str = "card") -> None:
+def render_step_card(
+    output: TaskStepOutput,
+    *,
+    expanded: bool = False,
+    key: str = "card",
+    load_messages_sent: Callable[[], list[ChatMessage]] | None = None,
+) -> None:
     """Draw one step of history (completed, skipped or undone).
 
     `key` prefixes the card's widget keys; a page drawing the same step twice passes another.
+    `load_messages_sent` reads the step's prompt (stored apart) when its toggle is opened.
     """
     step = output.task_step
     card_key = f"{key}-{step.step_id}"
@@ -244,7 +258,7 @@ def render_step_card(output: TaskStepOutput, *, expanded: bool = False, key: str
         if output.error:
             st.caption("Error")
             _code(output.error)
-        _render_messages_sent(output, key=card_key)
+        _render_messages_sent(output, key=card_key, load=load_messages_sent)
         if step.undo_warnings:
             st.warning("Undo could not revert everything this step did:")
             _code("\n".join(step.undo_warnings))

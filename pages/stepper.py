@@ -11,6 +11,7 @@ another tab refuses it and the page shows its current state.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import dataclass
@@ -364,7 +365,7 @@ def _show_more(task_id: str, count: int) -> None:
 
 
 @st.fragment
-def _history(task_state: TaskState) -> None:
+def _history(runner: ParallelAgentRunner, task_state: TaskState) -> None:
     """The completed steps, newest first; older cards are built only when asked for.
 
     A fragment: showing more cards redraws these cards, not the controls, queue and DAG.
@@ -384,7 +385,13 @@ def _history(task_state: TaskState) -> None:
     for step_id in newest_first if show_all else islice(newest_first, count):
         output = task_state.outputs[step_id]
         if output.task_step.status in _SHOWN_STATUSES:
-            render_step_card(output, expanded=output is last)
+            render_step_card(
+                output,
+                expanded=output is last,
+                load_messages_sent=functools.partial(
+                    runner.get_messages_sent, task_state.task_id, step_id
+                ),
+            )
     if not show_all and total > count:
         st.button(
             f"Show {min(CARDS_SHOWN, total - count)} older steps",
@@ -469,7 +476,7 @@ def _task_view(task_id: str) -> None:
         watched = _upcoming(view)
         if view.active:
             _feedback(view)
-        _history(task_state)
+        _history(runner, task_state)
     with right:
         render_graph_panel(runner, task_state, active=view.active)
         if problem is None:

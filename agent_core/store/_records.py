@@ -11,7 +11,15 @@ from agent_core.memory import ChatMemoryBuffer
 from agent_core.store.base import TaskSummary
 from agent_core.types import StepSnapshot, StepStatus, Task, TaskState, TaskStep, TaskStepOutput
 
-__all__ = ["assemble_state", "output_record", "setting_record", "summary_of", "task_record"]
+__all__ = [
+    "assemble_state",
+    "messages_of",
+    "output_record",
+    "prompt_record",
+    "setting_record",
+    "summary_of",
+    "task_record",
+]
 
 # Rewritten on every commit, so it holds only what is small and changes: the input is written
 # once, memory grows by appended rows, and the runner already serialised the worker state.
@@ -43,7 +51,25 @@ def output_record(output: TaskStepOutput) -> str:
     Keeping one copy of each step means an output always agrees with its step's current
     status (an undone step's output says `undone` after a reload too).
     """
-    return output.model_dump_json(exclude={"task_step", "next_steps"})
+    return output.model_dump_json(exclude={"task_step", "next_steps", "messages_sent"})
+
+
+def prompt_record(output: TaskStepOutput) -> str | None:
+    """The messages a step sent, as JSON kept apart from its output (None when it sent none).
+
+    A prompt holds the whole history the model saw, so prompts grow with the task: kept in
+    the output, they would make loading a long task read every step's history again.
+    """
+    if not output.messages_sent:
+        return None
+    return json.dumps(
+        [m.model_dump(mode="json", exclude_defaults=True) for m in output.messages_sent]
+    )
+
+
+def messages_of(record: str) -> list[ChatMessage]:
+    """The messages of a `prompt_record`."""
+    return [ChatMessage.model_validate(m) for m in json.loads(record)]
 
 
 def _load_output(data: str, step: TaskStep, steps: dict[str, TaskStep]) -> TaskStepOutput:

@@ -85,6 +85,14 @@ class Store(Protocol):
         """The task's current version (cheap), or None when there is no such task."""
         ...
 
+    def load_messages_sent(self, task_id: str, step_id: str) -> list[ChatMessage]:
+        """The messages the step sent to its model ([] when none are stored).
+
+        Kept apart from the step's output (`load_task` leaves `messages_sent` empty), since
+        each holds the history the model saw.
+        """
+        ...
+
     def list_tasks(self) -> list[TaskSummary]:
         """Every task, newest first."""
         ...

@@ -15,7 +15,9 @@ from agent_core.errors import ConflictError
 from agent_core.llms.base import ChatMessage
 from agent_core.store._records import (
     assemble_state,
+    messages_of,
     output_record,
+    prompt_record,
     setting_record,
     summary_of,
     task_record,
@@ -37,6 +39,7 @@ class _TaskRecords:
     steps: dict[str, str] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)
     snapshots: dict[str, str] = field(default_factory=dict)
+    prompts: dict[str, str] = field(default_factory=dict)
 
 
 def _apply_memory(messages: list[ChatMessage], write: MemoryWrite) -> None:
@@ -84,9 +87,14 @@ class InMemoryStore:
             records.snapshots[snapshot.step_id] = snapshot.model_dump_json()
         for step_id in change.dropped_snapshots:
             records.snapshots.pop(step_id, None)
+        for output in change.outputs:
+            prompt = prompt_record(output)
+            if prompt is not None:
+                records.prompts[output.task_step.step_id] = prompt
         for step_id in change.dropped_steps:
             records.steps.pop(step_id, None)
             records.outputs.pop(step_id, None)
+            records.prompts.pop(step_id, None)
         if change.memory is not None:
             _apply_memory(records.messages, change.memory)
 
@@ -106,6 +114,13 @@ class InMemoryStore:
                 outputs=list(records.outputs.items()),
                 snapshots=[StepSnapshot.model_validate_json(s) for s in records.snapshots.values()],
             )
+
+    def load_messages_sent(self, task_id: str, step_id: str) -> list[ChatMessage]:
+        """The messages the step sent to its model ([] when none are stored)."""
+        with self._lock:
+            records = self._tasks.get(task_id)
+            prompt = records.prompts.get(step_id) if records else None
+        return messages_of(prompt) if prompt else []
 
     def task_version(self, task_id: str) -> int | None:
         """The task's version, or None."""

@@ -19,7 +19,14 @@ from typing import Any
 
 from agent_core.errors import ConflictError, StoreError
 from agent_core.llms.base import ChatMessage, Usage
-from agent_core.store._records import assemble_state, output_record, setting_record, task_record
+from agent_core.store._records import (
+    assemble_state,
+    messages_of,
+    output_record,
+    prompt_record,
+    setting_record,
+    task_record,
+)
 from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
 from agent_core.types import StepSnapshot, TaskState, TaskStatus, TaskStep
 
@@ -52,18 +59,26 @@ _STEPS_SCHEMA = [
     "CREATE UNIQUE INDEX IF NOT EXISTS steps_key ON steps (task_id, step_id)",
 ]
 
+# The messages each step sent its model, apart from the step: each holds the history the
+# model saw, and loading a task must not read them all again.
+_PROMPTS_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS prompts (task_id TEXT NOT NULL, step_id TEXT NOT NULL, "
+    "data TEXT NOT NULL, PRIMARY KEY (task_id, step_id)) WITHOUT ROWID",
+]
+
 # An app's settings that are not secret (its model, a server's address, prices), as JSON.
 _SETTINGS_SCHEMA = [
     "CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL) "
     "WITHOUT ROWID",
 ]
 
-_SCHEMA = [*_TABLES, *_STEPS_SCHEMA, *_SETTINGS_SCHEMA]
+_SCHEMA = [*_TABLES, *_STEPS_SCHEMA, *_SETTINGS_SCHEMA, *_PROMPTS_SCHEMA]
 
-_LAYOUT_VERSION = 2
+_LAYOUT_VERSION = 3
 """`PRAGMA user_version` of the current layout. Layout 0 keyed steps by `step_id` (with a second
 index by task): three B-trees to touch per new step instead of two. Layout 1 had no settings
-table. Code of layout 1 opens a layout-2 file unchanged: it only adds a table."""
+table, layout 2 no prompts table. Older code opens a newer file unchanged: each only adds a
+table."""
 
 _STEPS_KEYED_BY_TASK = 1
 """The first layout whose steps need no re-keying."""
@@ -244,11 +259,17 @@ class SQLiteStore:
                 db.executemany(
                     f"UPDATE steps SET {column} = ? WHERE task_id = ? AND step_id = ?", rest
                 )
+        prompts = [
+            (task_id, o.task_step.step_id, prompt)
+            for o in change.outputs
+            if (prompt := prompt_record(o)) is not None
+        ]
+        if prompts:
+            db.executemany("INSERT OR REPLACE INTO prompts VALUES (?, ?, ?)", prompts)
         if change.dropped_steps:
-            db.executemany(
-                "DELETE FROM steps WHERE task_id = ? AND step_id = ?",
-                [(task_id, i) for i in change.dropped_steps],
-            )
+            dropped = [(task_id, i) for i in change.dropped_steps]
+            db.executemany("DELETE FROM steps WHERE task_id = ? AND step_id = ?", dropped)
+            db.executemany("DELETE FROM prompts WHERE task_id = ? AND step_id = ?", dropped)
         if change.memory is not None:
             self._write_messages(db, task_id, change.memory)
 
@@ -277,6 +298,14 @@ class SQLiteStore:
             "SELECT step_id, data, output, snapshot FROM steps WHERE task_id = ? ORDER BY rowid",
             (task_id,),
         ).fetchall()
+
+    def load_messages_sent(self, task_id: str, step_id: str) -> list[ChatMessage]:
+        """The messages the step sent to its model ([] when none are stored)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT data FROM prompts WHERE task_id = ? AND step_id = ?", (task_id, step_id)
+            ).fetchone()
+        return messages_of(row[0]) if row else []
 
     def load_task(self, task_id: str) -> TaskState | None:
         """The stored task, rebuilt from its rows (one consistent read)."""
@@ -345,6 +374,7 @@ class SQLiteStore:
         with self._transaction() as db:
             deleted = db.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,)).rowcount
             db.execute("DELETE FROM steps WHERE task_id = ?", (task_id,))
+            db.execute("DELETE FROM prompts WHERE task_id = ?", (task_id,))
             db.execute("DELETE FROM messages WHERE owner = ?", (task_id,))
         return deleted > 0
 

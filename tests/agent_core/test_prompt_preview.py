@@ -68,3 +68,23 @@ def test_an_edited_plan_step_previews_the_edited_request_as_sent(tools):
     final = runner.get_upcoming_steps(task_id)[0]
     preview = runner.preview_messages(task_id, final.step_id, "be brief")
     assert runner.run_step(task_id, final.step_id, "be brief").messages_sent == preview
+
+
+def test_prompts_are_stored_apart_and_read_back_after_a_restart(tools, tmp_path):
+    from agent_core.store import SQLiteStore
+
+    def agent() -> AgentRunner:
+        llm = ScriptedLLM(list(SEED_REPLIES))
+        worker = ReActAgentWorker.from_tools(tools, llm=llm)
+        return AgentRunner(worker, store=SQLiteStore(tmp_path / "t.db"))
+
+    first = agent()
+    task_id = first.create_task(QUESTION).task_id
+    sent = [first.run_step(task_id).messages_sent for _ in range(3)]
+
+    again = agent()
+    state = again.get_task_state(task_id)
+    assert all(not o.messages_sent for o in state.outputs.values())  # Not loaded with the task.
+    assert [again.get_messages_sent(task_id, s) for s in state.completed] == sent
+    again.delete_task(task_id)
+    assert again.store.load_messages_sent(task_id, state.completed[0]) == []

@@ -565,7 +565,7 @@ def test_a_file_from_the_first_layout_is_migrated_and_keeps_every_step(tmp_path:
     assert list(state.steps) == list(expected.steps)
     assert state.completed == expected.completed and state.queue == expected.queue
     assert loaded.run_step(task_id).is_last
-    assert store._db.execute("PRAGMA user_version").fetchone() == (2,)
+    assert store._db.execute("PRAGMA user_version").fetchone() == (3,)
     names = {n for (n,) in store._db.execute("SELECT name FROM sqlite_master")}
     assert "steps_layout_0" not in names and "steps_by_task" not in names
     SQLiteStore(old)  # Opening it again finds nothing left to migrate.

@@ -94,7 +94,7 @@ def test_a_file_from_before_settings_opens_keeps_its_tasks_and_gains_settings(
 
     store = SQLiteStore(path)
 
-    assert store._db.execute("PRAGMA user_version").fetchone() == (2,)
+    assert store._db.execute("PRAGMA user_version").fetchone() == (3,)
     assert [t.task_id for t in store.list_tasks()] == [task_id]
     loaded = store.load_task(task_id)
     assert loaded is not None and len(loaded.completed) == 1

@@ -196,13 +196,16 @@ def test_the_messages_a_step_sent_are_one_toggle_away() -> None:
     output = _output(output="405", messages_sent=sent)
     app = _draw([output, _output(output="no model call")])
 
-    (toggle,) = app.toggle
-    assert toggle.label == "Messages sent to the model (2 messages)"
-    assert "You are a careful agent." not in [c.value for c in app.code]
-    toggle.set_value(True).run()
+    first, second = app.toggle
+    assert first.label == "Messages sent to the model"
+    assert "You are a careful agent." not in [c.value for c in app.code]  # Read when opened.
+    first.set_value(True).run()
 
     codes = [c.value for c in app.code]
     assert codes == ["405", "You are a careful agent.", "What is (121 * 3) + 42?", "no model call"]
+    assert "2 messages" in [c.value for c in app.caption]
+    app.toggle[1].set_value(True).run()  # Nothing stored for it, and nothing to load it with.
+    assert "This step sent nothing to a model." in [c.value for c in app.caption]
 
 
 # ----------------------------------------------------------------------------- memory view

@@ -804,3 +804,28 @@ def test_a_server_address_holding_a_password_is_refused_and_nothing_is_stored(
     assert "must not hold a user name or password" in ok(app).error[0].value
     assert TASK_KEY not in app.session_state or app.session_state[TASK_KEY] is None
     assert b"hunter2" not in db_path.read_bytes()
+
+
+def test_a_card_reads_the_messages_its_step_sent_from_the_store(
+    app: AppTest, make_app: Callable[[], AppTest], db_path: Path
+) -> None:
+    task = start_scenario(app, "arithmetic")
+    run_first_step(app)
+    reload = make_app()  # A new session: nothing of the run is in its memory.
+    reload.query_params["task"] = task
+    ok(reload.run())
+
+    (toggle,) = [t for t in reload.toggle if t.label == "Messages sent to the model"]
+    toggle.set_value(True).run()
+
+    shown = [c.value for c in reload.code]
+    sent = stored(db_path, task).completed[0]
+    from agent_core.store import SQLiteStore
+
+    store = SQLiteStore(db_path)
+    try:
+        messages = store.load_messages_sent(task, sent)
+    finally:
+        store.close()
+    assert messages and messages[0].role == "system"
+    assert all(m.content in shown for m in messages)  # The prompt, exactly as sent.

@@ -83,7 +83,8 @@ class Mark:
 
 def fingerprint(output: TaskStepOutput) -> dict[str, Any]:
     """Everything a completed step's output says that must never change afterwards."""
-    data = output.model_dump(mode="json", exclude={"task_step", "next_steps"})
+    # The prompt is stored apart (load_messages_sent); a load leaves it out.
+    data = output.model_dump(mode="json", exclude={"task_step", "next_steps", "messages_sent"})
     step = output.task_step
     data["step"] = step.model_dump(
         mode="json", include={"step_id", "kind", "input", "number", "branch_id", "depends_on"}

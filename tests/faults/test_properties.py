@@ -147,9 +147,11 @@ def _check_tool_output(tool: FunctionTool, args: Any, output: ToolOutput) -> Non
         assert output.content.startswith("Error"), output.content
         assert tool.name in output.content
         return
-    # A call that ran got exactly the arguments the schema made of `args`.
+    # A call that ran got exactly the arguments the schema made of `args`: `args_used` when
+    # that differs from what the model wrote (`args`).
     validated = tool.metadata.fn_schema.model_validate(args)
-    assert output.args == validated.model_dump(mode="json", by_alias=True)
+    used = output.args_used if output.args_used is not None else output.args
+    assert used == validated.model_dump(mode="json", by_alias=True)
 
 
 # ------------------------------------------------------------------ FunctionTool.acall
