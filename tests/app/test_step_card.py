@@ -196,7 +196,7 @@ def test_the_messages_a_step_sent_are_one_toggle_away() -> None:
     output = _output(output="405", messages_sent=sent)
     app = _draw([output, _output(output="no model call")])
 
-    first, second = app.toggle
+    first, _ = app.toggle
     assert first.label == "Messages sent to the model"
     assert "You are a careful agent." not in [c.value for c in app.code]  # Read when opened.
     first.set_value(True).run()
