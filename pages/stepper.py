@@ -21,6 +21,7 @@ from typing import Any
 import streamlit as st
 
 from agent_core import ParallelAgentRunner, StepRun
+from agent_core.dag import build_dag
 from agent_core.errors import AgentCoreError, UserCodeError
 from agent_core.llms.scripted import HumanLLM
 from agent_core.types import StepKind, StepStatus, TaskState, TaskStatus, TaskStepOutput
@@ -40,7 +41,7 @@ from components.workspace_view import render_workspace
 
 logger = logging.getLogger("stepwise.app")
 
-CARDS_SHOWN = 25
+CARDS_SHOWN = 10
 """Completed steps drawn as cards on each rerun (the newest); the rest on request."""
 TASK_PARAM = "task"
 """The URL query parameter holding the task id, so a page reload keeps the task."""
@@ -377,28 +378,71 @@ def _history(runner: ParallelAgentRunner, task_state: TaskState) -> None:
         return
     undone = total - len(task_state.completed)
     label = f"Show all {plural(total, 'step')}" + (f" ({undone} undone)" if undone > 0 else "")
-    show_all = total > CARDS_SHOWN and st.checkbox(label, key="show-all")
+    if total > CARDS_SHOWN and st.checkbox(label, key="show-all"):
+        _all_steps(runner, task_state)
+        return
     more: Any = st.session_state.get(_MORE)
     count = more[1] if more and more[0] == task_state.task_id else CARDS_SHOWN
     newest_first = reversed(task_state.outputs)  # dicts keep commit order: no sort, no copy
     last = task_state.last_output
-    for step_id in newest_first if show_all else islice(newest_first, count):
+    for step_id in islice(newest_first, count):
         output = task_state.outputs[step_id]
         if output.task_step.status in _SHOWN_STATUSES:
-            render_step_card(
-                output,
-                expanded=output is last,
-                load_messages_sent=functools.partial(
-                    runner.get_messages_sent, task_state.task_id, step_id
-                ),
-            )
-    if not show_all and total > count:
+            _card(runner, task_state, output, expanded=output is last)
+    if total > count:
         st.button(
             f"Show {min(CARDS_SHOWN, total - count)} older steps",
             key="show-more",
             on_click=_show_more,
             args=(task_state.task_id, count),
         )
+
+
+def _card(
+    runner: ParallelAgentRunner,
+    task_state: TaskState,
+    output: TaskStepOutput,
+    *,
+    expanded: bool,
+    key: str = "card",
+) -> None:
+    step_id = output.task_step.step_id
+    load = functools.partial(runner.get_messages_sent, task_state.task_id, step_id)
+    render_step_card(output, expanded=expanded, key=key, load_messages_sent=load)
+
+
+def _all_steps(runner: ParallelAgentRunner, task_state: TaskState) -> None:
+    """Every step as one row of a table; the row picked opens as a card below it.
+
+    Hundreds of cards are too many for a browser to draw on every click; a table row is cheap.
+    """
+    labels = build_dag(task_state).nodes
+    outputs = [
+        o for o in reversed(task_state.outputs.values()) if o.task_step.status in _SHOWN_STATUSES
+    ]
+    rows = [
+        {
+            "Step": o.task_step.number,
+            "What it did": labels[o.task_step.step_id].get("label", ""),
+            "Status": o.task_step.status.value,
+            "Tokens": o.usage.total_tokens,
+            "Cost": cost_text(o.usage),
+            "Latency (ms)": round(o.latency_ms),
+        }
+        for o in outputs
+    ]
+    st.caption("Pick a row to open its step's card.")
+    picked = st.dataframe(
+        rows,
+        hide_index=True,
+        on_select="rerun",
+        selection_mode="single-row",
+        key="all-steps",
+        width="stretch",
+    )
+    chosen = picked.selection.rows  # type: ignore[attr-defined]
+    if chosen:
+        _card(runner, task_state, outputs[chosen[0]], expanded=True, key="table")
 
 
 def _memory(view: _View) -> None:

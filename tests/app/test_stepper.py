@@ -34,7 +34,7 @@ from components.memory_view import message_text
 from components.messages import unplain
 from components.step_card import card_title
 
-CARDS_SHOWN = 25
+CARDS_SHOWN = 10
 """The page's window of completed-step cards (pages/stepper.py)."""
 TASK_KEY = "stepwise.task_id"
 """Where components/state.py keeps the current task id in session state."""
@@ -759,7 +759,10 @@ def test_only_the_newest_cards_are_drawn_until_asked(
     assert len(titles) == CARDS_SHOWN
     assert titles[0].startswith(f"Step {CARDS_SHOWN + 5} ")  # newest first
     app.checkbox(key="show-all").check().run()
-    assert len(card_titles(ok(app))) == CARDS_SHOWN + 5
+    (table,) = ok(app).dataframe  # Every step as a row; no card is built until one is picked.
+    assert len(table.value) == CARDS_SHOWN + 5
+    assert list(table.value["Step"][:2]) == [CARDS_SHOWN + 5, CARDS_SHOWN + 4]
+    assert card_titles(app) == []
 
 
 def test_a_reply_is_shown_as_it_streams() -> None:

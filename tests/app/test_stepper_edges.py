@@ -452,16 +452,16 @@ def test_older_cards_are_built_only_when_asked_for(app: AppTest, db_path: Path) 
     store = SQLiteStore(db_path)
     runner = AgentSpec().build_runner(store=store)
     task = runner.create_task("A long task.").task_id
-    for n in range(60):
+    for n in range(25):
         runner.add_feedback(task, f"note {n}")
     store.close()
     app.session_state[TASK_KEY] = task
     ok(app.run())
-    assert len(card_titles(app)) == 25
+    assert len(card_titles(app)) == 10
 
-    click(app, "Show 25 older steps")
-    titles = card_titles(app)
-    assert len(titles) == 50 and titles[-1].startswith("Step 11 ")
     click(app, "Show 10 older steps")
-    assert len(card_titles(app)) == 60
+    titles = card_titles(app)
+    assert len(titles) == 20 and titles[-1].startswith("Step 6 ")
+    click(app, "Show 5 older steps")
+    assert len(card_titles(app)) == 25
     assert not [b for b in app.button if b.key == "show-more"]
