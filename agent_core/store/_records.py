@@ -6,6 +6,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from agent_core.llms.base import ChatMessage
 from agent_core.memory import ChatMemoryBuffer
 from agent_core.store.base import TaskSummary
@@ -45,6 +47,9 @@ def setting_record(name: str, value: Any) -> str:
         ) from None
 
 
+_MESSAGES = TypeAdapter(list[ChatMessage])  # One C call for a whole prompt.
+
+
 def output_record(output: TaskStepOutput) -> str:
     """A step output as JSON, without its step and next steps: those are stored as steps.
 
@@ -62,14 +67,12 @@ def prompt_record(output: TaskStepOutput) -> str | None:
     """
     if not output.messages_sent:
         return None
-    return json.dumps(
-        [m.model_dump(mode="json", exclude_defaults=True) for m in output.messages_sent]
-    )
+    return _MESSAGES.dump_json(output.messages_sent, exclude_defaults=True).decode()
 
 
 def messages_of(record: str) -> list[ChatMessage]:
     """The messages of a `prompt_record`."""
-    return [ChatMessage.model_validate(m) for m in json.loads(record)]
+    return _MESSAGES.validate_json(record)
 
 
 def _load_output(data: str, step: TaskStep, steps: dict[str, TaskStep]) -> TaskStepOutput:

@@ -13,18 +13,7 @@ from playwright.sync_api import Page, expect
 from tests.llm_servers import OpenAIServer, default_policy, react_policy
 
 from .conftest import ARTIFACTS
-from .test_real_model_in_browser import KEY, choose, click, steps_done, use_server
-
-
-def _create(page: Page, worker: str, text: str) -> None:
-    page.get_by_text("Demo scenarios").wait_for(timeout=30_000)
-    choose(page, "Worker", worker)
-    task = page.get_by_placeholder("What should the agent do?")
-    task.fill(text)
-    task.press("Control+Enter")
-    page.wait_for_timeout(300)
-    click(page, "Create task")
-    page.get_by_role("button", name="Run step", exact=True).first.wait_for(timeout=15_000)
+from .test_real_model_in_browser import KEY, click, create_task, steps_done, use_server
 
 
 def _set_tool_breakpoint(page: Page) -> None:
@@ -44,7 +33,7 @@ def test_run_until_stops_before_the_tool_runs_and_approve_runs_it(
 ) -> None:
     with OpenAIServer(api_key=KEY, policy=policy) as server:
         use_server(page, server, key=KEY)
-        _create(page, worker, "What is 1 + 2?")
+        create_task(page, "What is 1 + 2?", worker=worker)
         _set_tool_breakpoint(page)
 
         click(page, "Run until")

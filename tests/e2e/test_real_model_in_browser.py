@@ -64,9 +64,9 @@ def use_server(page: Page, server: OpenAIServer, *, key: str | None = None) -> N
     page.get_by_role("link", name="Stepper").click()  # In-app: the session (and key) stays.
 
 
-def create_task(page: Page, text: str) -> None:
+def create_task(page: Page, text: str, *, worker: str = "Function calling") -> None:
     page.get_by_text("Demo scenarios").wait_for(timeout=30_000)
-    choose(page, "Worker", "Function calling")
+    choose(page, "Worker", worker)
     task = page.get_by_placeholder("What should the agent do?")
     task.fill(text)
     task.press("Control+Enter")
