@@ -18,6 +18,7 @@ from agent_core.spec import DEFAULT_MODELS, AgentSpec
 from agent_core.user_code import UserCodeRegistry, default_registry
 from components import runtime, state
 from components.actions import attempt, show_message, show_notice
+from components.intro import render_intro
 from components.user_code_view import render_code_error, render_user_code
 
 __all__ = [
@@ -245,6 +246,7 @@ def _create_checked(spec: AgentSpec, text: str) -> bool:
 def render_create_form() -> None:
     """The form that starts a task."""
     st.header("New task", anchor=False)
+    render_intro()  # A first visit lands here: say what Stepwise is.
     _render_scenarios()
     st.divider()
     registry = default_registry()
