@@ -79,7 +79,7 @@ _OPTIONS = {
             "direction": "UD",
             "sortMethod": "directed",
             "levelSeparation": 90,
-            "nodeSpacing": 150,
+            "nodeSpacing": 260,  # Labels run to 40 characters: keep neighbours apart.
         }
     },
     "physics": {"enabled": False},

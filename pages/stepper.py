@@ -347,7 +347,11 @@ def _upcoming(view: _View) -> list[tuple[StepRun, Any]]:
     steps = task_state.step_queue
     if not steps or task_state.task.status in (TaskStatus.COMPLETED, TaskStatus.ABANDONED):
         _finished(view)
-    waiting = [step for step in steps if step.step_id not in view.live]
+    # Steps that can run now first: a call waiting for approval is not under steps that wait.
+    waiting = sorted(
+        (step for step in steps if step.step_id not in view.live),
+        key=lambda step: not task_state.is_ready(step),
+    )
     if not view.active:
         for step in waiting:
             st.caption(f"{step.kind.value} step (not run: {view.why_read_only})")

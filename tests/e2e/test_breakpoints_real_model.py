@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.llm_servers import OpenAIServer, default_policy, react_policy
 
@@ -16,9 +17,24 @@ from .conftest import ARTIFACTS
 from .test_real_model_in_browser import KEY, click, create_task, steps_done, use_server
 
 
+def _open_breakpoints(page: Page) -> None:
+    """Open the Breakpoints popover (a rerun landing as it opens may close it: try again)."""
+    # A toast ("Key set", "Saved") sits over the popover's corner until it fades.
+    expect(page.get_by_test_id("stToast")).to_have_count(0, timeout=15_000)
+    for _ in range(3):
+        page.get_by_role("button", name="Breakpoints").first.click()
+        try:
+            body = page.get_by_test_id("stPopoverBody")
+            body.get_by_text("Before any tool call").wait_for(state="visible", timeout=3_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    raise AssertionError("the Breakpoints popover did not open")
+
+
 def _set_tool_breakpoint(page: Page) -> None:
-    page.get_by_role("button", name="Breakpoints").first.click()
-    page.get_by_text("Before any tool call").click()
+    _open_breakpoints(page)
+    page.get_by_test_id("stPopoverBody").get_by_text("Before any tool call").click()
     page.keyboard.press("Escape")
     expect(page.get_by_role("button", name="Breakpoints: before any tool")).to_be_visible(
         timeout=10_000
@@ -47,9 +63,10 @@ def test_run_until_stops_before_the_tool_runs_and_approve_runs_it(
         expect(page.get_by_text("2 steps done")).to_be_visible(timeout=30_000)
         assert len(server.model_requests) == 1  # The tool ran; the model was not asked.
 
-        page.get_by_role("button", name="Breakpoints").first.click()
+        _open_breakpoints(page)
         click(page, "Clear breakpoints")
         page.keyboard.press("Escape")
+        expect(page.get_by_role("button", name="Breakpoints", exact=True)).to_be_visible()
         click(page, "Run until")
         finalize = page.get_by_role("button", name="Finalize", exact=True).first
         expect(finalize).to_be_enabled(timeout=30_000)

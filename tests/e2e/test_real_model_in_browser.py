@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.llm_servers import OpenAIServer, Reply, ReplyToolCall, last_tool_result, offered_tools
 
@@ -32,9 +33,19 @@ def slow_story_policy(body: dict[str, Any]) -> Reply:
 
 
 def choose(page: Page, label: str, option: str) -> None:
-    """Pick `option` in the Streamlit selectbox labelled `label`."""
-    page.get_by_test_id("stSelectbox").filter(has_text=label).first.click()
-    page.get_by_role("option", name=option, exact=True).click()
+    """Pick `option` in the Streamlit selectbox labelled `label`.
+
+    A rerun landing as the list opens closes it again: open it until the option shows.
+    """
+    wanted = page.get_by_role("option", name=option, exact=True)
+    for _ in range(3):
+        page.get_by_test_id("stSelectbox").filter(has_text=label).first.click()
+        try:
+            wanted.wait_for(state="visible", timeout=5_000)
+            break
+        except PlaywrightTimeout:
+            continue
+    wanted.click()
 
 
 def type_into(page: Page, label: str, text: str) -> None:
