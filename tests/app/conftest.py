@@ -35,6 +35,17 @@ APP = ROOT / "app.py"
 TIMEOUT = 30
 
 
+def stored(db: Path, task: str) -> TaskState:
+    """The task as a fresh connection to the app's database sees it."""
+    store = SQLiteStore(db)
+    try:
+        state = store.load_task(task)
+    finally:
+        store.close()
+    assert state is not None, f"task {task} is not in {db}"
+    return state
+
+
 def only_task_state(db_path: Path) -> TaskState:
     """The one task in the database the app used, with its steps."""
     store = SQLiteStore(db_path)

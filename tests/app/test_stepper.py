@@ -34,6 +34,8 @@ from components.memory_view import message_text
 from components.messages import unplain
 from components.step_card import card_title
 
+from .conftest import stored
+
 CARDS_SHOWN = 10
 """The page's window of completed-step cards (pages/stepper.py)."""
 TASK_KEY = "stepwise.task_id"
@@ -80,17 +82,6 @@ def task_id(at: AppTest) -> str:
     value = at.session_state[TASK_KEY]
     assert isinstance(value, str)
     return value
-
-
-def stored(db: Path, task: str) -> TaskState:
-    """The task as a fresh connection to the app's database sees it."""
-    store = SQLiteStore(db)
-    try:
-        state = store.load_task(task)
-    finally:
-        store.close()
-    assert state is not None, f"task {task} is not in {db}"
-    return state
 
 
 def completed(state: TaskState) -> list[str]:

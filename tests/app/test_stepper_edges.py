@@ -19,9 +19,11 @@ from agent_core import ParallelAgentRunner
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
 from agent_core.trace import export_trace, import_trace
-from agent_core.types import StepKind, StepStatus, TaskState, TaskStatus
+from agent_core.types import StepKind, StepStatus, TaskStatus
 from components import step_editor
 from components.task_version import CHANGED
+
+from .conftest import stored
 
 TASK_KEY = "stepwise.task_id"
 """Where components/state.py keeps the current task id in session state."""
@@ -75,16 +77,6 @@ def task_of(at: AppTest) -> str:
     value = at.session_state[TASK_KEY]
     assert isinstance(value, str)
     return value
-
-
-def stored(db: Path, task: str) -> TaskState:
-    store = SQLiteStore(db)
-    try:
-        found = store.load_task(task)
-    finally:
-        store.close()
-    assert found is not None
-    return found
 
 
 def open_task(make_app: Callable[[], AppTest], task: str) -> AppTest:
