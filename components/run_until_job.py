@@ -19,6 +19,7 @@ from agent_core import ParallelAgentRunner
 from agent_core.breakpoints import Breakpoint, RunUntilResult
 from agent_core.errors import UserError
 from components import state
+from components.messages import describe, humanize
 
 __all__ = ["render_running", "report_finished", "start", "wait_while_running"]
 
@@ -107,6 +108,10 @@ def wait_while_running(
     st.rerun()
 
 
+WHERE = "controls"
+"""The place under the Stepper's buttons where a finished Run until reports."""
+
+
 def report_finished(task_id: str) -> None:
     """If the task's Run until has ended, leave its report as the page's notice."""
     jobs = _jobs()
@@ -116,11 +121,13 @@ def report_finished(task_id: str) -> None:
             return
         del jobs.by_task[task_id]
     if isinstance(job.exception(), asyncio.CancelledError):
-        state.push_notice("info", "Stopped Run until. The step that was running is upcoming.")
+        state.push_notice(
+            "info", "Stopped Run until. The step that was running is upcoming.", where=WHERE
+        )
         return
     error = job.exception()
     if error is not None:
-        state.push_notice("error", str(error))
+        state.push_notice("error", describe(error), where=WHERE)
         return
     _report(job.result())
 
@@ -128,7 +135,7 @@ def report_finished(task_id: str) -> None:
 def _report(result: RunUntilResult) -> None:
     ran = f"Ran {len(result.outputs)} step{'s' if len(result.outputs) != 1 else ''}; stopped: "
     if result.reason == "error":
-        state.push_notice("error", ran + "a step failed. " + result.detail)
+        state.push_notice("error", ran + "a step failed. " + humanize(result.detail), where=WHERE)
         return
     why = _STOP_REASONS.get(result.reason) or result.detail or result.reason
-    state.push_notice("info", ran + why + ".")
+    state.push_notice("info", ran + why + ".", where=WHERE)

@@ -52,17 +52,20 @@ def act(
     action: Callable[[], Any],
     *,
     success: str | None = None,
+    where: str | None = None,
 ) -> bool:
     """Run a button's `action` on the task the page showed; True if it ran and worked.
 
     A task that changed since the page drew it is left alone, and the notice says so: the
     caller reruns the page as after any action, and the rerun shows the current state.
+    `where` names the place on the page that shows the notice (None: the page's top).
     """
     try:
         stale = is_stale(runner, task_id)
+        task_state = runner.get_task_state(task_id)
     except AgentCoreError:  # The task is gone, say: the action meets it too, and says so.
-        stale = False
+        stale, task_state = False, None
     if stale:
-        state.push_notice("warning", CHANGED)
+        state.push_notice("warning", CHANGED, where=where)
         return False
-    return attempt(action, success=success)
+    return attempt(action, success=success, task_state=task_state, where=where)

@@ -182,6 +182,10 @@ def _ran_text(outputs: list[TaskStepOutput]) -> str:
 # --- the task changed meanwhile and the button is drawn differently (or not at all).
 
 
+_CONTROLS = run_until_job.WHERE
+"""Where the notices of the task's buttons (Run until, Undo, Finalize...) are shown."""
+
+
 def _on_run_ready_steps(runner: ParallelAgentRunner, task_id: str) -> None:
     ran: list[TaskStepOutput] = []
 
@@ -189,28 +193,29 @@ def _on_run_ready_steps(runner: ParallelAgentRunner, task_id: str) -> None:
         ran.extend(runner.run_steps_in_queue(task_id))
 
     with st.spinner("Running the ready steps…"):
-        if task_version.act(runner, task_id, run):
+        if task_version.act(runner, task_id, run, where=_CONTROLS):
             state.push_notice("success", _ran_text(ran))
 
 
 def _on_run_until(runner: ParallelAgentRunner, task_id: str) -> None:
     stops = chosen_breakpoints()
-    task_version.act(runner, task_id, lambda: run_until_job.start(runner, task_id, stops))
+    start = lambda: run_until_job.start(runner, task_id, stops)  # noqa: E731
+    task_version.act(runner, task_id, start, where=_CONTROLS)
 
 
 def _on_undo(runner: ParallelAgentRunner, task_id: str) -> None:
     undo = lambda: runner.undo_step(task_id)  # noqa: E731
-    task_version.act(runner, task_id, undo, success="Undid the last step.")
+    task_version.act(runner, task_id, undo, success="Undid the last step.", where=_CONTROLS)
 
 
 def _on_finalize(runner: ParallelAgentRunner, task_id: str) -> None:
     finalize = lambda: runner.finalize_response(task_id)  # noqa: E731
-    task_version.act(runner, task_id, finalize, success="Task finished.")
+    task_version.act(runner, task_id, finalize, success="Task finished.", where=_CONTROLS)
 
 
 def _on_abandon(runner: ParallelAgentRunner, task_id: str) -> None:
     abandon = lambda: runner.abandon_task(task_id)  # noqa: E731
-    task_version.act(runner, task_id, abandon, success="Task abandoned.")
+    task_version.act(runner, task_id, abandon, success="Task abandoned.", where=_CONTROLS)
 
 
 def _abandon(view: _View, column: Any) -> None:
@@ -519,6 +524,7 @@ def _task_view(task_id: str) -> None:
         until_running=until_running,
     )
     _controls(view)
+    show_notice(where=_CONTROLS)  # What a control just did, right under the controls.
     left, right = st.columns([3, 2], gap="large")
     with left:
         watched = _upcoming(view)
