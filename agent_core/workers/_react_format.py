@@ -19,9 +19,11 @@ from agent_core.llms.base import ToolSpec
 
 __all__ = ["ReActAction", "ReActAnswer", "ReActParseError", "parse_react_output", "system_prompt"]
 
-_ACTION = re.compile(r"^\s*Action\s*:[ \t]*(?P<tool>[^\n]*)$", re.MULTILINE | re.IGNORECASE)
-_ACTION_INPUT = re.compile(r"^\s*Action\s+Input\s*:[ \t]*", re.MULTILINE | re.IGNORECASE)
-_ANSWER = re.compile(r"^\s*(?:Final\s+)?Answer\s*:[ \t]*", re.MULTILINE | re.IGNORECASE)
+# Line starts take only spaces and tabs before the keyword: with `\s*`, every line of a run of
+# blank lines would rescan the rest of the run, quadratic in its length (40,000 newlines: 39 s).
+_ACTION = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*(?P<tool>[^\n]*)$", re.MULTILINE | re.IGNORECASE)
+_ACTION_INPUT = re.compile(r"^[ \t]*Action[ \t]+Input[ \t]*:[ \t]*", re.MULTILINE | re.IGNORECASE)
+_ANSWER = re.compile(r"^[ \t]*(?:Final[ \t]+)?Answer[ \t]*:[ \t]*", re.MULTILINE | re.IGNORECASE)
 _THOUGHT = re.compile(r"^\s*Thought\s*:[ \t]*", re.IGNORECASE)
 
 _SPACES = re.compile(r"\s*")

@@ -292,3 +292,18 @@ def test_a_reply_following_the_prompts_example_parses() -> None:
     result = parse_react_output(f"Thought: use add\nAction: add\nAction Input: {example_input}")
 
     assert result == ReActAction(thought="use add", tool="add", args={"a": 2, "b": 3})
+
+
+@pytest.mark.parametrize(
+    "flood", ["\n" * 1_000_000, " " * 1_000_000, "Thought:" * 125_000, "\n \n" * 300_000]
+)
+def test_a_megabyte_flood_parses_in_linear_time(flood: str) -> None:
+    """A hang guard, not a speed measurement: the quadratic parser took minutes on these
+    (40,000 newlines: 39 s); linear parsing takes a fraction of a second, so 20 s never
+    flakes on a slow machine and always catches the old behaviour."""
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        parsed = pool.submit(parse_react_output, flood + "\nAction: add\nAction Input: {}")
+        result = parsed.result(timeout=20)
+    assert isinstance(result, ReActAction) and result.tool == "add"
