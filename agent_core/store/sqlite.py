@@ -161,17 +161,29 @@ class SQLiteStore:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StoreError(f"cannot write to {self.path}: {exc}") from exc
+                raise StoreError(_cannot("write to", self.path, exc)) from exc
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._rollback()
                 raise
             try:
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
-                self._db.execute("ROLLBACK")
-                raise StoreError(f"cannot commit to {self.path}: {exc}") from exc
+                self._rollback()
+                raise StoreError(_cannot("commit to", self.path, exc)) from exc
+
+    def _rollback(self) -> None:
+        """Undo the open transaction, if SQLite has not already (it does on a full disk).
+
+        A failed rollback must never hide the error that made it necessary.
+        """
+        if not self._db.in_transaction:
+            return
+        try:
+            self._db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # The cause is being raised; SQLite rolls back a broken transaction itself.
 
     def commit(self, change: TaskChange) -> None:
         """Write `change` in one transaction, if the task is still at `change.base_version`."""
@@ -185,7 +197,7 @@ class SQLiteStore:
             except sqlite3.IntegrityError:
                 raise self._conflict(db, state.task_id, change.base_version) from None
             except sqlite3.Error as exc:
-                raise StoreError(f"cannot write task {state.task_id}: {exc}") from exc
+                raise StoreError(_cannot(f"write task {state.task_id} to", self.path, exc)) from exc
 
     @staticmethod
     def _conflict(db: sqlite3.Connection, task_id: str, expected: int | None) -> ConflictError:
@@ -417,3 +429,17 @@ class SQLiteStore:
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
+
+
+_DISK_TROUBLE = ("disk is full", "disk i/o error", "file too large")
+
+
+def _cannot(what: str, path: str, exc: sqlite3.Error) -> str:
+    """Why a write failed, saying so plainly when the disk is full (nothing was written)."""
+    if any(trouble in str(exc).lower() for trouble in _DISK_TROUBLE):
+        return (
+            f"cannot {what} {path}: the disk is full or refused the write ({exc}); nothing "
+            "of this change was written and what was stored before is intact. Free some "
+            "space and try again"
+        )
+    return f"cannot {what} {path}: {exc}"
