@@ -60,10 +60,27 @@ def _max(*values: Number) -> Number:
     return max(values)
 
 
+_MAX_ROUND_DIGITS = 4_000
+"""|ndigits| beyond which round() changes nothing (or gives 0): every number here has fewer
+digits. Python computes 10 ** |ndigits| for an int, so round(1, -10**8) would never return."""
+
+
+def _round(value: Number, ndigits: Number | None = None) -> Number:
+    if ndigits is None:
+        return round(value)
+    if not isinstance(ndigits, int):
+        raise ToolError(f"round()'s second argument must be a whole number, got {_shown(ndigits)}")
+    if ndigits > _MAX_ROUND_DIGITS:
+        return value  # Already far finer than any digit it has.
+    if ndigits < -_MAX_ROUND_DIGITS:
+        return 0 if isinstance(value, int) else 0.0  # Every digit rounds away.
+    return round(value, ndigits)
+
+
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sqrt": math.sqrt,
     "abs": abs,
-    "round": round,
+    "round": _round,
     "min": _min,
     "max": _max,
     "log": math.log,

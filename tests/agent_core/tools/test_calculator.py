@@ -182,3 +182,25 @@ def test_any_input_gives_a_number_or_a_tool_error_never_a_crash(expression):
 def test_a_power_tower_is_refused_not_overflowed():
     with pytest.raises(ToolError, match="digits"):
         calculate("2**2**1100")
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("round(1, -10**8)", "0"),  # Python would compute 10**100000000: it never returned.
+        ("round(1.5, -10**800)", "0.0"),
+        ("round(2.5, 10**9)", "2.5"),
+        ("round(123456, -2)", "123500"),
+        ("round(3.14159, 2)", "3.14"),
+    ],
+)
+def test_round_with_any_number_of_digits_returns_at_once(expression: str, expected: str) -> None:
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # A hang guard, not a timing.
+        assert pool.submit(calculate, expression).result(timeout=20) == expected
+
+
+def test_round_refuses_a_fractional_number_of_digits() -> None:
+    with pytest.raises(ToolError, match="whole number"):
+        calculate("round(1.5, 0.5)")
