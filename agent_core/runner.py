@@ -27,6 +27,7 @@ from agent_core._claims import (
     claim_is_stale,
     new_claim_owner,
 )
+from agent_core._nesting import MAX_NESTING, too_deep
 from agent_core._queue import (
     adopt_next_steps,
     hand_over,
@@ -46,6 +47,7 @@ from agent_core.errors import (
     NothingToRunError,
     Remedy,
     StepError,
+    StoreError,
     TaskNotActiveError,
     TaskNotFoundError,
     UserError,
@@ -194,6 +196,12 @@ class AgentRunner:
                 f"a step input must be a str, a dict (for tool calls) or None; "
                 f"got {type(value).__name__}"
             )
+        if too_deep(value):  # Whatever is stored must load again.
+            raise UserError(
+                f"the step input nests more than {MAX_NESTING} levels deep",
+                hint="flatten it",
+                remedy="edit_step",
+            )
 
     @staticmethod
     def _check_active(state: TaskState, action: str) -> None:
@@ -286,11 +294,14 @@ class AgentRunner:
 
         An imported copy shares no folder: its recorded workspace is another machine's.
         """
-        state = self._task_state(task_id)
+        try:
+            state: TaskState | None = self._task_state(task_id)
+        except StoreError:  # A damaged task can be deleted: that is how one gets rid of it.
+            state = None
         with self._lock(task_id):
             self.store.delete_task(task_id)
             self.state.task_dict.pop(task_id, None)
-        if not state.task.imported:
+        if state is not None and not state.task.imported:
             try:
                 delete_workspace(state.task)
             except (AgentCoreError, OSError) as exc:  # The task is gone: say what stayed.

@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agent_core._nesting import MAX_NESTING, too_deep
 
 __all__ = [
     "LLM",
@@ -25,6 +27,9 @@ __all__ = [
 Role = Literal["system", "user", "assistant", "tool"]
 
 RAW_TOOL_ARGUMENTS = "__raw_arguments__"
+_TOO_DEEP = (
+    f"(arguments nested more than {MAX_NESTING} levels deep were refused; send them flatter)"
+)
 """The args key under which an adapter keeps tool-call arguments that were not valid JSON."""
 
 
@@ -36,6 +41,15 @@ class ToolCall(BaseModel):
     id: str = ""
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("args")
+    @classmethod
+    def _bounded(cls, args: dict[str, Any]) -> dict[str, Any]:
+        # Arguments nested too deep to store and load again reach the tool as unreadable,
+        # and the model reads why, rather than poisoning the task that records them.
+        if too_deep(args):
+            return {RAW_TOOL_ARGUMENTS: _TOO_DEEP}
+        return args
 
 
 class ChatMessage(BaseModel):

@@ -330,23 +330,34 @@ class SQLiteStore:
                 ).fetchone()
                 if row is None:
                     return None
-                rows = self._read_steps(task_id)
-                return assemble_state(
-                    task_input=row[0],
-                    task_json=row[1],
-                    extra_state_json=row[2],
-                    version=row[3],
-                    messages=self._read_messages(task_id),
-                    steps=[TaskStep.model_validate_json(data) for _, data, _, _ in rows],
-                    outputs=[(sid, output) for sid, _, output, _ in rows if output],
-                    snapshots=[
-                        StepSnapshot.model_validate_json(snapshot)
-                        for _, _, _, snapshot in rows
-                        if snapshot
-                    ],
-                )
+                return self._assemble(task_id, row)
+            except (sqlite3.Error, ValueError, KeyError, TypeError, RecursionError) as exc:
+                # A damaged row (bad bytes, bad JSON, an unknown status): say which task, and
+                # leave the others usable. pydantic's ValidationError is a ValueError.
+                raise StoreError(
+                    f"task {task_id} is damaged in {self.path} and cannot be read "
+                    f"({type(exc).__name__}: {str(exc)[:300]})",
+                    hint="delete_task() still removes it; the other tasks are not affected",
+                    task_id=task_id,
+                ) from exc
             finally:
                 self._db.execute("COMMIT")
+
+    def _assemble(self, task_id: str, row: tuple[Any, ...]) -> TaskState:
+        """The task from its `tasks` row and the rows of its steps and messages."""
+        rows = self._read_steps(task_id)
+        return assemble_state(
+            task_input=row[0],
+            task_json=row[1],
+            extra_state_json=row[2],
+            version=row[3],
+            messages=self._read_messages(task_id),
+            steps=[TaskStep.model_validate_json(data) for _, data, _, _ in rows],
+            outputs=[(sid, output) for sid, _, output, _ in rows if output],
+            snapshots=[
+                StepSnapshot.model_validate_json(snapshot) for _, _, _, snapshot in rows if snapshot
+            ],
+        )
 
     def task_version(self, task_id: str) -> int | None:
         """The task's current version, or None."""

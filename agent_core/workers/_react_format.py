@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from agent_core._nesting import MAX_NESTING, too_deep
 from agent_core.llms.base import ToolSpec
 
 __all__ = ["ReActAction", "ReActAnswer", "ReActParseError", "parse_react_output", "system_prompt"]
@@ -110,6 +111,16 @@ def _strip_trailing_commas(text: str) -> str:
     return "".join(char for i, char in enumerate(text) if i not in drop)
 
 
+def _bounded(args: dict[str, Any]) -> dict[str, Any]:
+    """`args`, unless nested too deep to store and load again: then an error the model reads."""
+    if too_deep(args):
+        raise ReActParseError(
+            f"the Action Input nests more than {MAX_NESTING} levels deep; send flatter "
+            "arguments. " + FORMAT_REMINDER
+        )
+    return args
+
+
 def parse_action_input(raw: str) -> dict[str, Any]:
     """Parse an Action Input leniently: JSON, then without trailing commas, then Python."""
     start = raw.find("{")
@@ -120,7 +131,7 @@ def parse_action_input(raw: str) -> dict[str, Any]:
         except (ValueError, RecursionError):
             value = None
         if isinstance(value, dict):
-            return value
+            return _bounded(value)
     candidate = _json_object_at(raw)
     attempts = (
         lambda: json.loads(candidate),
@@ -133,7 +144,7 @@ def parse_action_input(raw: str) -> dict[str, Any]:
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue
         if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-            return value
+            return _bounded(value)
     raise ReActParseError(
         f"Could not parse Action Input {candidate[:200]!r} as a JSON object. " + FORMAT_REMINDER
     )

@@ -1,0 +1,107 @@
+"""No task is poisoned for good: whatever a model or a person gets stored loads again, and a
+damaged task is a typed error that still deletes (issue 11, item 1 and part of item 6).
+
+pydantic writes JSON nested about 254 levels deep but reads only about 200: tool arguments
+nested 198-252 deep used to be stored and then never load again.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agent_core import AgentRunner
+from agent_core.errors import StoreError, UserError
+from agent_core.llms import ChatMessage, ChatResponse, ScriptedLLM, ToolCall
+from agent_core.store import SQLiteStore
+from agent_core.tools.arithmetic import arithmetic_tools
+from agent_core.workers import FunctionCallingAgentWorker, ReActAgentWorker
+
+
+def deep(levels: int) -> dict:
+    value: dict = {"x": 1}
+    for _ in range(levels):
+        value = {"x": value}
+    return value
+
+
+def _reopened(path: Path, worker) -> AgentRunner:
+    return AgentRunner(worker, store=SQLiteStore(path))
+
+
+@pytest.mark.parametrize("levels", [199, 230, 252])
+def test_deep_function_call_arguments_are_refused_readably_and_the_task_loads(
+    tmp_path: Path, levels: int
+) -> None:
+    call = ChatResponse(
+        message=ChatMessage(
+            role="assistant",
+            content="",
+            tool_calls=(ToolCall(id="c1", name="add", args=deep(levels)),),
+        )
+    )
+    worker = FunctionCallingAgentWorker(arithmetic_tools(), ScriptedLLM([call, "done"]))
+    agent = _reopened(tmp_path / "t.db", worker)
+    task_id = agent.create_task("add").task_id
+    agent.run_step(task_id)
+    tool_result = agent.run_step(task_id)
+
+    assert tool_result.tool_calls[0].is_error
+    assert "nested more than" in tool_result.tool_calls[0].content  # The model reads why.
+    again = _reopened(tmp_path / "t.db", worker)
+    assert again.get_task_state(task_id).completed  # It loads...
+    again.undo_step(task_id)  # ...undoes...
+    again.delete_task(task_id)  # ...and deletes.
+
+
+def test_a_deep_react_action_input_is_an_observation_and_the_task_loads(tmp_path: Path) -> None:
+    action = f"Thought: add.\nAction: add\nAction Input: {json.dumps(deep(230))}"
+    worker = ReActAgentWorker(arithmetic_tools(), ScriptedLLM([action]))
+    agent = _reopened(tmp_path / "t.db", worker)
+    task_id = agent.create_task("add").task_id
+
+    agent.run_step(task_id)
+
+    memory = agent.get_task(task_id).memory.get_all()
+    assert "nests more than" in memory[-1].content
+    assert _reopened(tmp_path / "t.db", worker).get_task_state(task_id).completed
+
+
+def test_a_person_cannot_store_an_input_nested_too_deep(tmp_path: Path) -> None:
+    worker = ReActAgentWorker(arithmetic_tools(), ScriptedLLM([]))
+    agent = _reopened(tmp_path / "t.db", worker)
+    task_id = agent.create_task("add").task_id
+    step = agent.get_upcoming_steps(task_id)[0]
+
+    with pytest.raises(UserError, match="nests more than"):
+        agent.edit_step(task_id, step.step_id, deep(230))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "UPDATE steps SET data = '{not json' WHERE task_id = ?",
+        'UPDATE tasks SET task = \'{"status": "exploded"}\' WHERE task_id = ?',
+        "UPDATE steps SET data = CAST(X'FFFE00C3' AS TEXT) WHERE task_id = ?",
+    ],
+)
+def test_a_damaged_task_is_a_store_error_the_others_load_and_it_deletes(
+    tmp_path: Path, damage: str
+) -> None:
+    path = tmp_path / "t.db"
+    worker = ReActAgentWorker(arithmetic_tools(), ScriptedLLM([]))
+    agent = _reopened(path, worker)
+    damaged = agent.create_task("damaged").task_id
+    fine = agent.create_task("fine").task_id
+    with sqlite3.connect(path) as db:
+        db.execute(damage, (damaged,))
+
+    again = _reopened(path, worker)
+    with pytest.raises(StoreError, match=damaged):
+        again.get_task_state(damaged)
+    assert again.get_task(fine).input == "fine"
+    again.delete_task(damaged)
+    assert [t.task_id for t in again.list_tasks()] == [fine]
