@@ -181,6 +181,11 @@ def render_task_row(task: TaskSummary, *, store: Store) -> None:
         info.caption(plain(agent_line(task_id)))  # Names a person chose: shown as typed.
         if getattr(task, "imported", False):
             info.badge(IMPORTED_BADGE, icon=":material/lock:", color="gray")
+        if task.damaged:
+            info.badge("damaged", icon=":material/error:", color="red")
+            info.caption(
+                plain(f"Its stored data cannot be read ({task.damaged}). Delete removes it.")
+            )
         info.caption(summary_line(task))
         if open_col.button("Open", key=f"open-{task_id}"):
             state.set_current_task_id(task_id)

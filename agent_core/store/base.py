@@ -67,6 +67,9 @@ class TaskSummary(BaseModel):
     usage: Usage
     imported: bool = False
     """The task is a read-only copy imported from a trace."""
+    damaged: str = ""
+    """Why the task's stored row cannot be read ("" when it can); such a task is listed as
+    failed so that it can be found and deleted."""
 
 
 @runtime_checkable

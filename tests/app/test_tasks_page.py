@@ -229,3 +229,20 @@ def test_long_lists_show_the_latest_fifty_then_all_and_filter_by_status(app, db_
     assert _open_buttons(app) == [ids[54]]
     app.text_input(key="tasks-query").input("nothing like this").run()
     assert any("No task matches" in c.value for c in app.caption)
+
+
+def test_a_damaged_task_is_listed_as_damaged_and_deletes(app, db_path):
+    import sqlite3
+
+    kept = _make_task(db_path, "Keep me")
+    damaged = _make_task(db_path, "Damaged")
+    with sqlite3.connect(db_path) as db:
+        db.execute("UPDATE tasks SET status = 'exploded' WHERE task_id = ?", (damaged,))
+    _tasks_page(app)
+
+    assert not app.exception
+    assert sorted(_open_buttons(app)) == sorted([kept, damaged])  # The others still list.
+    assert any("cannot be read" in c.value for c in app.caption)  # Says why, and what to do.
+    app.button(key=f"delete-confirm-{damaged}").click().run()
+    assert not app.exception
+    assert [t.task_id for t in SQLiteStore(db_path).list_tasks()] == [kept]

@@ -105,3 +105,28 @@ def test_a_damaged_task_is_a_store_error_the_others_load_and_it_deletes(
     assert again.get_task(fine).input == "fine"
     again.delete_task(damaged)
     assert [t.task_id for t in again.list_tasks()] == [fine]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "UPDATE tasks SET status = 'exploded' WHERE task_id = ?",
+        "UPDATE tasks SET task = '{not json', usage = 'nope' WHERE task_id = ?",
+    ],
+)
+def test_a_damaged_row_is_listed_as_damaged_and_the_rest_of_the_list_stays(
+    tmp_path: Path, damage: str
+) -> None:
+    path = tmp_path / "t.db"
+    worker = ReActAgentWorker(arithmetic_tools(), ScriptedLLM([]))
+    agent = _reopened(path, worker)
+    damaged = agent.create_task("damaged").task_id
+    fine = agent.create_task("fine").task_id
+    with sqlite3.connect(path) as db:
+        db.execute(damage, (damaged,))
+
+    again = _reopened(path, worker)
+    listed = {t.task_id: t for t in again.list_tasks()}
+    assert listed[fine].damaged == "" and listed[damaged].damaged
+    again.delete_task(damaged)
+    assert [t.task_id for t in again.list_tasks()] == [fine]
