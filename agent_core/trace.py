@@ -15,6 +15,7 @@ would touch this machine.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -144,7 +145,7 @@ def _check_header(document: Any) -> None:
             f"this trace has format version {version}, but this Stepwise reads version "
             f"{TRACE_VERSION}; upgrade Stepwise to import it"
         )
-    if version != TRACE_VERSION:
+    if isinstance(version, bool) or version != TRACE_VERSION:  # true == 1 in Python
         raise UserError(
             f"this trace's version is {_shown(version)}, expected {TRACE_VERSION}: "
             f"{_HOW_TO_GET_ONE}"
@@ -217,14 +218,22 @@ def _shown(value: Any) -> str:
     return _clip(repr(value))
 
 
+_TASK_ID = re.compile(r"[0-9a-f]{32}")
+
+
 def _free_task_id(task_id: str, store: Store) -> str:
     if store.task_version(task_id) is not None:
         raise UserError(
             f"the store already has task {short_id(task_id)}; import the trace as a new task "
             "(as_new=True) or delete that task first"
         )
-    if ":" in task_id:  # The store keys shared conversations as "conversation:<id>".
-        raise UserError(f"the trace's task id {_shown(task_id)} is not one Stepwise makes")
+    # Ids name folders (a task's workspace) and share a table with conversations: keep only
+    # the ones Stepwise makes, 32 hex digits.
+    if not _TASK_ID.fullmatch(task_id):
+        raise UserError(
+            f"the trace's task id {_shown(task_id)} is not one Stepwise makes (32 hex digits); "
+            "import the trace as a new task (as_new=True)"
+        )
     return task_id
 
 

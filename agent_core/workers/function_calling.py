@@ -33,7 +33,14 @@ from agent_core.workers._tool_steps import (
 )
 from agent_core.workers._tool_worker import DEFAULT_MAX_ITERATIONS, ToolCallingWorker
 
-__all__ = ["FunctionCallingAgentWorker"]
+__all__ = ["MAX_CALLS_PER_REPLY", "FunctionCallingAgentWorker"]
+
+MAX_CALLS_PER_REPLY = 32
+"""Tool calls of one reply that become steps; the model is told the rest did not run."""
+_TOO_MANY = (
+    f"Error: this call did not run: one reply may make at most {MAX_CALLS_PER_REPLY} tool "
+    "calls. Make the remaining calls in your next reply."
+)
 
 
 class FunctionCallingAgentWorker(ToolCallingWorker):
@@ -101,6 +108,11 @@ class FunctionCallingAgentWorker(ToolCallingWorker):
         if not calls:
             return TaskStepOutput(
                 output=response.text, task_step=step, is_last=True, usage=response.usage
+            )
+        calls, extra = calls[:MAX_CALLS_PER_REPLY], calls[MAX_CALLS_PER_REPLY:]
+        for call in extra:  # Providers want every call answered: say why these did not run.
+            task.memory.put(
+                ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=_TOO_MANY)
             )
         tool_steps = [
             call_step(

@@ -333,3 +333,22 @@ def test_a_trace_does_not_say_which_host_and_process_ran_a_step(tools):
     state = agent.get_task_state(task_id)
     next(iter(state.steps.values())).claimed_by = "myhost:4242:abcd"  # As if it were running.
     assert "myhost" not in export_trace(state)
+
+
+@pytest.mark.parametrize("task_id", ["../../etc", "", "conversation:x", "A" * 32])
+def test_as_new_false_refuses_a_task_id_stepwise_does_not_make(make_agent, task_id):
+    agent, _ = make_agent()
+    trace = json.loads(export_trace(agent.get_task_state(agent.create_task(QUESTION).task_id)))
+    trace["task"]["task"]["task_id"] = task_id
+
+    with pytest.raises(UserError, match="not one Stepwise makes"):
+        import_trace(json.dumps(trace), InMemoryStore(), as_new=False)
+
+
+def test_a_trace_whose_version_is_true_is_refused(make_agent):
+    agent, _ = make_agent()
+    trace = json.loads(export_trace(agent.get_task_state(agent.create_task(QUESTION).task_id)))
+    trace["version"] = True
+
+    with pytest.raises(UserError, match="version"):
+        import_trace(json.dumps(trace), InMemoryStore())

@@ -130,3 +130,20 @@ def test_a_damaged_row_is_listed_as_damaged_and_the_rest_of_the_list_stays(
     assert listed[fine].damaged == "" and listed[damaged].damaged
     again.delete_task(damaged)
     assert [t.task_id for t in again.list_tasks()] == [fine]
+
+
+def test_ten_thousand_calls_in_one_reply_queue_a_bounded_number_of_steps() -> None:
+    from agent_core.workers.function_calling import MAX_CALLS_PER_REPLY
+
+    calls = tuple(ToolCall(id=f"c{n}", name="add", args={"a": n, "b": 1}) for n in range(10_000))
+    reply = ChatResponse(message=ChatMessage(role="assistant", content="", tool_calls=calls))
+    worker = FunctionCallingAgentWorker(arithmetic_tools(), ScriptedLLM([reply, "done"]))
+    agent = AgentRunner(worker)
+    task_id = agent.create_task("add them all").task_id
+
+    out = agent.run_step(task_id)
+
+    assert len(out.next_steps) == MAX_CALLS_PER_REPLY + 1  # The calls, then the follow-up.
+    refused = [m for m in agent.get_task(task_id).memory.get_all() if m.role == "tool"]
+    assert len(refused) == 10_000 - MAX_CALLS_PER_REPLY  # Every other call is answered...
+    assert "at most" in refused[0].content  # ...with why it did not run.
