@@ -202,16 +202,17 @@ class FunctionTool(BaseTool):
         try:
             result = await self._run(validated)
         except ToolError as exc:
-            # A ToolError is the tool author's message for the model; the type name is noise.
+            # A ToolError is the tool author's refusal, made before acting (a path outside
+            # the workspace, say): nothing to undo, so no warning. Its type name is noise.
             content = f"Error: {self.name}: {exc}"
             return self._error(content, args=raw_args, used=call_args, call_id=call_id)
         except Exception as exc:
             logger.debug("tool %s raised", self.name, exc_info=True)
+            self._note_unjournaled_effects(step, effects_before, call_args)  # It may have acted.
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             content = f"Error: {self.name} raised {detail}"
             return self._error(content, args=raw_args, used=call_args, call_id=call_id)
-        finally:
-            self._note_unjournaled_effects(step, effects_before, call_args)
+        self._note_unjournaled_effects(step, effects_before, call_args)
         written = _storable(raw_args)
         return ToolOutput(
             tool_name=self.name,

@@ -303,3 +303,14 @@ def test_two_tasks_write_the_same_path_into_different_folders(workspace):
     assert (workspace.root / task_b.task_id / "out.txt").read_text() == "from B"
     read = agent.run_step(task_a.task_id)
     assert read.tool_calls[0].content == "from A"
+
+
+def test_a_refused_write_leaves_nothing_for_undo_to_warn_about(workspace):
+    agent, _ = _agent(workspace, [_call("write_file", path="../outside.txt", content="x")])
+    task = agent.create_task("write outside")
+    out = agent.run_step(task.task_id)
+    assert out.tool_calls[0].is_error  # Refused: nothing was written...
+
+    agent.undo_step(task.task_id)
+    step = agent.get_task_state(task.task_id).steps[out.task_step.step_id]
+    assert step.undo_warnings == []  # ...so undo has nothing it could not revert.
