@@ -1,8 +1,9 @@
 """The image tool: OpenAI Images when configured, otherwise an SVG the chat model draws.
 
 Either way the picture is saved in the task's workspace (journaled, so undo removes it). An
-SVG from a model is untrusted markup: scripts, event handlers, foreign objects and
-`javascript:` links are removed before it is saved, so the app can show it safely.
+SVG from a model is untrusted markup: only an allow-list of drawing elements and attributes
+is kept, with no link or url() out of the document, before it is saved, so the app can show
+it safely.
 """
 
 from __future__ import annotations
@@ -24,7 +25,24 @@ DEFAULT_IMAGE_MODEL = "gpt-image-1"
 MAX_SVG_CHARS = 200_000
 _SVG = re.compile(r"<svg\b.*?</svg\s*>", re.DOTALL | re.IGNORECASE)
 _SVG_NS = "http://www.w3.org/2000/svg"
-_UNSAFE_TAGS = {"script", "foreignobject", "iframe", "object", "embed"}
+# An allow-list: what is not named here is dropped. No scripts, animation (<set>, <animate>
+# can write a javascript: link), <style> (CSS can @import and load), <image> or links out.
+_ELEMENTS = frozenset(
+    "svg g defs title desc path rect circle ellipse line polyline polygon text tspan "
+    "lineargradient radialgradient stop clippath mask pattern symbol use marker".split()
+)
+_ATTRIBUTES = frozenset(
+    """id class d x y x1 y1 x2 y2 cx cy r rx ry fx fy fr dx dy width height points viewbox
+    preserveaspectratio transform fill stroke stroke-width stroke-linecap stroke-linejoin
+    stroke-dasharray stroke-dashoffset stroke-opacity stroke-miterlimit fill-opacity
+    fill-rule clip-rule opacity font-family font-size font-weight font-style text-anchor
+    dominant-baseline letter-spacing offset stop-color stop-opacity gradientunits
+    gradienttransform spreadmethod clip-path clippathunits mask maskunits markerwidth
+    markerheight refx refy orient markerunits marker-start marker-mid marker-end
+    patternunits patterntransform version visibility display style href""".split()
+)
+_URL = re.compile(r"url\s*\(\s*['\"]?\s*([^)'\"\s]*)", re.IGNORECASE)
+_CSS_DANGER = re.compile(r"@import|expression\s*\(|javascript:|behavior\s*:", re.IGNORECASE)
 
 DRAW_PROMPT = (
     "You draw pictures as SVG. Reply with one complete <svg> document only: a viewBox, "
@@ -37,14 +55,27 @@ def _local(name: str) -> str:
 
 
 def _is_unsafe_attribute(name: str, value: str) -> bool:
+    """Whether to drop an attribute.
+
+    Anything but a listed attribute is dropped, and so is a link or url() that leaves the
+    document, and CSS that could load or run something.
+    """
     local = _local(name)
-    if local.startswith("on"):
+    if local not in _ATTRIBUTES:
         return True
-    return local == "href" and not value.strip().startswith("#")
+    if local == "href" and not value.strip().startswith("#"):
+        return True
+    if any(not url.startswith("#") for url in _URL.findall(value)):
+        return True
+    return local == "style" and _CSS_DANGER.search(value) is not None
 
 
 def sanitize_svg(text: str) -> str:
-    """The first `<svg>` document in `text`, with anything that could run or load removed."""
+    """The first `<svg>` document in `text`, keeping only listed elements and attributes.
+
+    Whatever could run script or load anything from outside (scripts, handlers, animation,
+    style sheets, images, links and url()s out of the document) is removed.
+    """
     match = _SVG.search(text)
     if match is None or len(match.group(0)) > MAX_SVG_CHARS:
         raise ToolError("the model's reply holds no <svg> document (of at most 200,000 chars)")
@@ -53,14 +84,27 @@ def sanitize_svg(text: str) -> str:
         root = ET.fromstring(match.group(0))
     except ET.ParseError as exc:
         raise ToolError(f"the model's SVG is not well-formed XML ({exc}); ask again") from exc
+    if _local(root.tag) != "svg":
+        raise ToolError("the model's reply holds no <svg> document; ask again")
+    _unwrap_links(root)
     for parent in root.iter():
         for child in list(parent):
-            if _local(child.tag) in _UNSAFE_TAGS:
+            if not isinstance(child.tag, str) or _local(child.tag) not in _ELEMENTS:
                 parent.remove(child)
         for name, value in list(parent.attrib.items()):
             if _is_unsafe_attribute(name, value):
                 del parent.attrib[name]
     return ET.tostring(root, encoding="unicode")
+
+
+def _unwrap_links(root: ET.Element) -> None:
+    """Replace each <a> by what it holds: the drawing stays, the link goes."""
+    for parent in list(root.iter()):
+        for index, child in reversed(list(enumerate(parent))):
+            if isinstance(child.tag, str) and _local(child.tag) == "a":
+                parent.remove(child)
+                for offset, grandchild in enumerate(list(child)):
+                    parent.insert(index + offset, grandchild)
 
 
 async def _draw_svg(llm: LLM, description: str) -> bytes:

@@ -94,3 +94,49 @@ async def test_png_comes_from_openai_images_when_configured(tmp_path):
     body = json.loads(requests[0].content)
     assert requests[0].url.path.endswith("/images/generations")
     assert body["model"] == "gpt-image-1" and body["prompt"] == "a llama"
+
+
+HOSTILE_SVG = [
+    '<svg><set attributeName="href" to="javascript:alert(1)"/><circle r="1"/></svg>',
+    '<svg><a><animate attributeName="href" values="javascript:alert(1)"/>'
+    '<rect width="1"/></a></svg>',
+    "<svg><style>@import url(http://evil.example/x.css);</style><circle r='1'/></svg>",
+    '<svg><circle r="1" style="fill:url(http://evil.example/p.svg#g)"/></svg>',
+    '<svg><circle r="1" fill="url(http://evil.example/p.svg#g)"/></svg>',
+    '<svg><handler type="text/ecmascript">alert(1)</handler><circle r="1"/></svg>',
+    '<svg><image href="http://evil.example/i.png"/><circle r="1"/></svg>',
+    '<svg><use href="http://evil.example/s.svg#x"/><circle r="1"/></svg>',
+    '<svg xmlns:xlink="http://www.w3.org/1999/xlink"><use xlink:href="data:image/svg+xml,x"/>'
+    '<circle r="1"/></svg>',
+    '<svg><circle r="1" onmouseover="alert(1)" style="behavior:url(x.htc)"/></svg>',
+    '<svg><foreignObject><iframe src="javascript:alert(1)"/></foreignObject><circle r="1"/></svg>',
+    '<svg><script href="http://evil.example/x.js"/><circle r="1"/></svg>',
+]
+
+
+@pytest.mark.parametrize("svg", HOSTILE_SVG)
+def test_known_svg_attacks_are_removed_by_the_allow_list(svg):
+    clean = sanitize_svg(svg).lower()
+    assert "<circle" in clean or "<rect" in clean  # The drawing stays...
+    for bad in (
+        "javascript",
+        "evil.example",
+        "@import",
+        "<set",
+        "<animate",
+        "<handler",
+        "<style",
+        "<image",
+        "<script",
+        "onmouseover",
+        "behavior",
+        "data:",
+        "<iframe",
+    ):
+        assert bad not in clean, (bad, clean)  # ...what could run or load goes.
+
+
+def test_links_inside_the_document_are_kept():
+    svg = '<svg><defs><linearGradient id="g"/></defs><rect fill="url(#g)"/><use href="#g"/></svg>'
+    clean = sanitize_svg(svg)
+    assert 'fill="url(#g)"' in clean and 'href="#g"' in clean
