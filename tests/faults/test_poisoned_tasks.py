@@ -80,6 +80,17 @@ def test_a_person_cannot_store_an_input_nested_too_deep(tmp_path: Path) -> None:
         agent.edit_step(task_id, step.step_id, deep(230))
 
 
+def _one_damaged_one_fine(path: Path, damage: str) -> tuple[AgentRunner, str, str]:
+    """A fresh runner on a file with a task damaged by the SQL `damage`, and a sound one."""
+    worker = ReActAgentWorker(arithmetic_tools(), ScriptedLLM([]))
+    agent = _reopened(path, worker)
+    damaged = agent.create_task("damaged").task_id
+    fine = agent.create_task("fine").task_id
+    with sqlite3.connect(path) as db:
+        db.execute(damage, (damaged,))
+    return _reopened(path, worker), damaged, fine
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -91,15 +102,7 @@ def test_a_person_cannot_store_an_input_nested_too_deep(tmp_path: Path) -> None:
 def test_a_damaged_task_is_a_store_error_the_others_load_and_it_deletes(
     tmp_path: Path, damage: str
 ) -> None:
-    path = tmp_path / "t.db"
-    worker = ReActAgentWorker(arithmetic_tools(), ScriptedLLM([]))
-    agent = _reopened(path, worker)
-    damaged = agent.create_task("damaged").task_id
-    fine = agent.create_task("fine").task_id
-    with sqlite3.connect(path) as db:
-        db.execute(damage, (damaged,))
-
-    again = _reopened(path, worker)
+    again, damaged, fine = _one_damaged_one_fine(tmp_path / "t.db", damage)
     with pytest.raises(StoreError, match=damaged):
         again.get_task_state(damaged)
     assert again.get_task(fine).input == "fine"
@@ -117,15 +120,7 @@ def test_a_damaged_task_is_a_store_error_the_others_load_and_it_deletes(
 def test_a_damaged_row_is_listed_as_damaged_and_the_rest_of_the_list_stays(
     tmp_path: Path, damage: str
 ) -> None:
-    path = tmp_path / "t.db"
-    worker = ReActAgentWorker(arithmetic_tools(), ScriptedLLM([]))
-    agent = _reopened(path, worker)
-    damaged = agent.create_task("damaged").task_id
-    fine = agent.create_task("fine").task_id
-    with sqlite3.connect(path) as db:
-        db.execute(damage, (damaged,))
-
-    again = _reopened(path, worker)
+    again, damaged, fine = _one_damaged_one_fine(tmp_path / "t.db", damage)
     listed = {t.task_id: t for t in again.list_tasks()}
     assert listed[fine].damaged == "" and listed[damaged].damaged
     again.delete_task(damaged)
