@@ -169,11 +169,15 @@ class AgentRunner:
 
     def _commit(self, state: TaskState, change: TaskChange) -> None:
         state.task.updated_at = utcnow()
+        base = state.version
         state.version = (change.base_version or 0) + 1
         try:
             self.store.commit(change)
         except BaseException:
             # Our in-memory copy holds changes the store refused: drop it, reload next time.
+            # Its version goes back too: a step still running on this copy must meet the
+            # same refusal when it commits, not pass on the version the refused write counted.
+            state.version = base
             self.state.task_dict.pop(state.task_id, None)
             raise
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from agent_core import AgentRunner, StepStatus, TaskState, TaskStatus
+from agent_core._claims import CLAIM_PERSIST_DELAY_S
 from agent_core.errors import ConflictError, StepError, StoreError, TaskNotFoundError
 from agent_core.llms import ChatMessage, FunctionLLM, ScriptedLLM, ToolSpec
 from agent_core.store import InMemoryStore, MemoryWrite, SQLiteStore, Store, TaskChange
@@ -266,15 +268,25 @@ def test_stale_runner_undoes_the_latest_step(store: Store) -> None:
     assert len(state.task.memory) == 3
 
 
+@pytest.mark.parametrize("claim_stored", ["before", "after"])
 def test_step_whose_task_moved_on_meanwhile_fails_without_losing_either_write(
-    store: Store,
+    store: Store, claim_stored: str
 ) -> None:
-    holder: dict[str, Any] = {}
+    """Another runner commits while the step runs, before or after the step's claim is stored.
 
-    def reply(messages: list[ChatMessage], tools: list[ToolSpec]) -> str:
+    "after": the claim's write is refused; the step's own commit must be refused too, not
+    slip through on the version the refused claim counted.
+    """
+    holder: dict[str, Any] = {}
+    claim_due = CLAIM_PERSIST_DELAY_S * 3
+
+    async def reply(messages: list[ChatMessage], tools: list[ToolSpec]) -> str:
         holder.setdefault("requests", []).append(contents(messages[1:]))
         if len(holder["requests"]) == 1:  # another runner commits while this step runs
+            if claim_stored == "before":
+                await asyncio.sleep(claim_due)
             holder["other"].add_feedback(holder["task_id"], "Use the add tool.")
+            await asyncio.sleep(claim_due)
         return CALL_ADD
 
     runner_a = AgentRunner(make_worker(FunctionLLM(reply)), store=store)

@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,3 +108,15 @@ def page(chromium_path: str, app_url: str):
             yield tab
         finally:
             browser.close()
+
+
+def idle(page: Any, settle: int = 300) -> None:
+    """Wait until the page's script run has ended (no "Running…" widget), then a little.
+
+    A click that lands while a rerun is still drawing can be lost with the old widgets.
+    """
+    page.wait_for_timeout(200)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=20_000
+    )
+    page.wait_for_timeout(settle)

@@ -18,7 +18,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.llm_servers import OpenAIServer, Reply, ReplyToolCall, last_tool_result, offered_tools
 
-from .conftest import ARTIFACTS, CHROMIUM_ARGS
+from .conftest import ARTIFACTS, CHROMIUM_ARGS, idle
 
 KEY = "sk-loopback-e2e-7f3a9c"
 MODEL = "loopback-model"
@@ -101,6 +101,7 @@ def run_one_step(page: Page) -> None:
     done = f"{before + 1} step{'' if before == 0 else 's'} done"
     expect(page.get_by_text(done, exact=False)).to_be_visible(timeout=30_000)
     expect(page.get_by_text("Running step")).to_have_count(0, timeout=30_000)
+    idle(page)
 
 
 def run_to_the_answer(page: Page, *, max_clicks: int = 6) -> int:

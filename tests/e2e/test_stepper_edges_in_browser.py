@@ -2,31 +2,18 @@
 
 Two tabs on one task (the stale one refuses to act), the Breakpoints button naming its stops
 while its popover stays open, the reason on hover of a disabled control, and a "you are the
-model" step refusing an empty reply next to the box. Screenshots go to /tmp/issue10/shots
-when that folder exists (the issue's review), else to the e2e artifacts folder.
+model" step refusing an empty reply next to the box. Screenshots go to the e2e artifacts
+folder.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
 
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, idle
 
-_REVIEW = Path("/tmp/issue10/shots")
-SHOTS = _REVIEW if _REVIEW.is_dir() else ARTIFACTS
 CHANGED = "This task changed in another tab"
-
-
-def idle(page, settle: int = 300) -> None:
-    """Wait until the page's script run has ended (no "Running…" widget), then a little."""
-    page.wait_for_timeout(200)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=20_000
-    )
-    page.wait_for_timeout(settle)
 
 
 def click(page, name: str) -> None:
@@ -58,7 +45,7 @@ def test_a_stale_tab_refuses_to_act_and_shows_the_task_as_it_is(page, app_url, t
 
     other.get_by_text(CHANGED).first.wait_for(timeout=10_000)
     other.get_by_text("2 steps done").wait_for(timeout=10_000)  # Its current state.
-    other.screenshot(path=SHOTS / "a1-two-tabs.png")
+    other.screenshot(path=ARTIFACTS / "a1-two-tabs.png")
     store = SQLiteStore(tmp_path / "e2e.db")  # The database the app under test uses.
     try:
         assert len(store.load_task(task).completed) == 2  # type: ignore[union-attr]  # Not undone.
@@ -75,19 +62,19 @@ def test_breakpoints_show_on_the_button_and_a_disabled_control_says_why(page):
     idle(page)
     page.get_by_role("button", name="Breakpoints: before add").wait_for(timeout=10_000)
     assert name.is_visible()  # The popover stayed open while its label changed.
-    page.screenshot(path=SHOTS / "a1-breakpoints.png")
+    page.screenshot(path=ARTIFACTS / "a1-breakpoints.png")
     page.keyboard.press("Escape")
 
     click(page, "Run until")  # Stops before the add call runs: it is held, to approve.
     page.get_by_text("held at a breakpoint").wait_for(timeout=10_000)
-    page.screenshot(path=SHOTS / "a1-breakpoint-stop.png")
+    page.screenshot(path=ARTIFACTS / "a1-breakpoint-stop.png")
     click(page, "Run until")  # Continue: past the stop, to the answer.
     page.get_by_text("The agent answered").first.wait_for(timeout=10_000)
     assert page.get_by_role("button", name="Add feedback").count() == 0
 
     page.get_by_role("button", name="Run ready steps").hover()
     page.get_by_text("Nothing queued: the agent answered").wait_for(timeout=10_000)
-    page.screenshot(path=SHOTS / "a1-answered.png")
+    page.screenshot(path=ARTIFACTS / "a1-answered.png")
 
 
 def test_you_are_the_model_refuses_an_empty_reply_next_to_the_box(page, app_url, tmp_path):
@@ -106,7 +93,7 @@ def test_you_are_the_model_refuses_an_empty_reply_next_to_the_box(page, app_url,
     box, said = reply_box.bounding_box(), refusal.bounding_box()
     assert box and said and 0 <= said["y"] - (box["y"] + box["height"]) < 120  # Right under it.
     assert page.get_by_text("This step failed").count() == 0
-    page.screenshot(path=SHOTS / "a1-human-refused.png", full_page=True)
+    page.screenshot(path=ARTIFACTS / "a1-human-refused.png", full_page=True)
     click(page, "Skip")  # The only step: Skip asks first.
     page.get_by_text("Nothing would be left to run").wait_for(timeout=10_000)
-    page.screenshot(path=SHOTS / "a1-skip-confirm.png")
+    page.screenshot(path=ARTIFACTS / "a1-skip-confirm.png")
