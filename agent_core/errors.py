@@ -23,6 +23,7 @@ __all__ = [
     "NotReadyError",
     "NothingToRunError",
     "Remedy",
+    "StepConflictError",
     "StepError",
     "StepNotFoundError",
     "StoreError",
@@ -142,6 +143,14 @@ class StepError(AgentCoreError):
     def __init__(self, message: str = "", *, cause: str = "", **kw: Unpack[ErrorFields]) -> None:
         super().__init__(message, **kw)
         self.cause = cause or message
+
+
+class StepConflictError(StepError, ConflictError):
+    """A step ran, but another runner changed its task meanwhile, so its result was refused.
+
+    Both a `StepError` (the step is recorded as failed and can run again) and a
+    `ConflictError` (the clash between runners that the caller may want to tell apart).
+    """
 
 
 class WorkerStateError(StepError):

@@ -46,6 +46,7 @@ from agent_core.errors import (
     InputTooLargeError,
     NothingToRunError,
     Remedy,
+    StepConflictError,
     StepError,
     StoreError,
     TaskNotActiveError,
@@ -640,7 +641,12 @@ class AgentRunner:
         cause = exc.cause if isinstance(exc, StepError) else message
         text = f"step {step.step_id} of task {short_id(state.task_id)} failed: {message}"
         # A worker's own StepError (a PlanError with its raw text...) keeps its type and fields.
-        error = copy.copy(exc) if isinstance(exc, StepError) else StepError(text)
+        if isinstance(exc, StepError):
+            error = copy.copy(exc)
+        elif isinstance(exc, ConflictError):
+            error = StepConflictError(text)
+        else:
+            error = StepError(text)
         error.args = (text,)
         error.message, error.cause = text, cause
         error.hint = _STEP_FAILED_HINT

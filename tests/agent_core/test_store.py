@@ -294,8 +294,9 @@ def test_step_whose_task_moved_on_meanwhile_fails_without_losing_either_write(
     task_id = holder["task_id"] = runner_a.create_task(QUESTION).task_id
     [step_id] = runner_a.get_task_state(task_id).queue
 
-    with pytest.raises(StepError, match="another runner") as caught:
+    with pytest.raises(ConflictError, match="another runner") as caught:
         runner_a.run_step(task_id)
+    assert isinstance(caught.value, StepError)  # The step is recorded as failed, too.
     assert caught.value.step_id == step_id
     assert isinstance(caught.value.__cause__, ConflictError)
 
