@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, Field
+
+from agent_core import _confined
 
 if TYPE_CHECKING:
     from agent_core.llms.base import ChatMessage
@@ -34,30 +37,60 @@ __all__ = [
 
 
 class FileWriteEffect(BaseModel):
-    """A file was created or overwritten; `previous` holds its bytes before (base64)."""
+    """A file was created or overwritten; `previous` holds its bytes before (base64).
+
+    The snapshot and the restore go through `agent_core._confined`: inside `folder`, no link
+    is followed at any level, so a link swapped in since the write cannot redirect the undo.
+    """
 
     kind: Literal["file_write"] = "file_write"
     path: str
+    """The file's absolute path (for people; the restore goes through `folder`)."""
     previous: str | None = None
     """Base64 of the old content, or None when the file did not exist."""
+    folder: str | None = None
+    """The folder the file was confined to (a task's workspace); None: the file's own folder."""
 
     @classmethod
-    def before_writing(cls, path: Path) -> FileWriteEffect:
-        """Capture `path` as it is now, before a write."""
-        previous = base64.b64encode(path.read_bytes()).decode() if path.is_file() else None
-        return cls(path=str(path), previous=previous)
+    def written(cls, folder: Path, relative_path: str, previous: bytes | None) -> FileWriteEffect:
+        """The record of a write to `folder/relative_path` that replaced `previous`."""
+        encoded = None if previous is None else base64.b64encode(previous).decode()
+        return cls(path=str(folder / relative_path), previous=encoded, folder=str(folder))
+
+    @classmethod
+    def before_writing(cls, path: Path, *, limit: int = 10_000_000) -> FileWriteEffect:
+        """Capture `path` as it is now, before a write (for tools that write files themselves).
+
+        The file is read without following a link in its last part; a file with other hard
+        links, or over `limit` bytes, is refused (`ConfinedFileError`).
+        """
+        path = Path(path)
+        try:
+            previous = _confined.read_file(path.parent, path.name, limit=limit)
+        except FileNotFoundError:
+            previous = None
+        if previous is not None and len(previous) > limit:
+            raise _confined.ConfinedFileError(
+                errno.EFBIG, f"{path.name!r} is over {limit:,} bytes, too big to keep for undo"
+            )
+        return cls.written(path.parent, path.name, previous)
+
+    def _where(self) -> tuple[Path, str]:
+        if self.folder is None:  # A user's tool, or a record from before folders were kept.
+            path = Path(self.path)
+            return path.parent, path.name
+        return Path(self.folder), Path(self.path).relative_to(self.folder).as_posix()
 
     def revert(self) -> str | None:
         """Put the file back as it was; return a warning if that was not possible."""
-        path = Path(self.path)
         try:
+            folder, relative = self._where()
             if self.previous is None:
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
+                _confined.remove_file(folder, relative)
             else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(base64.b64decode(self.previous))
-        except OSError as exc:
+                with _confined.update_file(folder, relative, keep_limit=None) as update:
+                    update.replace(base64.b64decode(self.previous))
+        except (OSError, ValueError) as exc:
             return f"could not restore {self.path}: {exc}"
         return None
 

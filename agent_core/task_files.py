@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
+from agent_core import _confined
 from agent_core.effects import FileWriteEffect, IrreversibleEffect
 from agent_core.errors import UserError
 from agent_core.types import Task, TaskState, TaskStepOutput
@@ -40,9 +41,6 @@ MAX_ZIP_BYTES = 200 * 1024 * 1024
 
 _WORKSPACES_ENV = "STEPWISE_WORKSPACES"  # As `agent_core.spec`: a spec without a folder.
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$")  # As `Workspace.folder`.
-_NO_LINKS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS = _NO_LINKS | getattr(os, "O_DIRECTORY", 0)
-_FILE_FLAGS = _NO_LINKS | getattr(os, "O_NONBLOCK", 0)  # A named pipe must not block the read.
 
 
 @dataclass(frozen=True)
@@ -119,13 +117,12 @@ def read_preview(task: Task, relative_path: str, limit: int) -> FilePreview:
     folder = _existing_folder(task)
     parts = _parts(relative_path)
     try:
-        fd = _open_inside(folder, parts)
+        with _confined.opened_file(folder, "/".join(parts)) as (fd, info):
+            data = os.read(fd, max(limit, 0))
     except OSError as exc:
         message = f"cannot read {relative_path!r} in the task's workspace: {_why(exc)}"
         raise UserError(message) from None
-    with os.fdopen(fd, "rb") as file:
-        size = os.fstat(file.fileno()).st_size
-        data = file.read(max(limit, 0))
+    size = info.st_size
     return FilePreview(path="/".join(parts), data=data, size=size)
 
 
@@ -148,11 +145,10 @@ def zip_bytes(task: Task) -> bytes:
                         f"to zip here; they are in {folder}"
                     )
                 try:
-                    fd = _open_inside(folder, relative.split("/"))
-                except OSError:  # Removed or swapped for a link since the walk: leave it out.
+                    with _confined.opened_file(folder, relative) as (fd, _):
+                        archive.writestr(relative, _read_all(fd))
+                except OSError:  # Removed, linked or swapped for a link since the walk.
                     continue
-                with os.fdopen(fd, "rb") as file:
-                    archive.writestr(relative, file.read())
     return buffer.getvalue()
 
 
@@ -240,24 +236,18 @@ def _walk(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
     try:
         if not stat.S_ISDIR(folder.lstat().st_mode):
             return
-    except OSError:
+        for relative, info in _confined.walk(folder, "."):
+            if stat.S_ISREG(info.st_mode):
+                yield relative, info
+    except OSError:  # Removed or swapped while walking: what was found is shown.
         return
-    pending = [(folder, "")]
-    while pending:
-        directory, prefix = pending.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:  # Removed while walking, or unreadable: skip it.
-            continue
-        for entry in entries:
-            relative = f"{prefix}{entry.name}"
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append((Path(entry.path), f"{relative}/"))
-                elif entry.is_file(follow_symlinks=False):
-                    yield relative, entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _existing_folder(task: Task) -> Path:
@@ -278,27 +268,6 @@ def _parts(relative_path: str) -> list[str]:
             f"refused path {relative_path!r}: only paths inside the task's workspace are shown"
         )
     return parts
-
-
-def _open_inside(folder: Path, parts: list[str]) -> int:
-    """Open `folder/parts...` for reading, refusing a symbolic link at every level.
-
-    Each directory is opened relative to the one before with O_NOFOLLOW, so a link swapped
-    in between a check and the open cannot redirect the read.
-    """
-    fd = os.open(folder, _DIR_FLAGS)
-    try:
-        for part in parts[:-1]:
-            inner = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = inner
-        file_fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=fd)
-    finally:
-        os.close(fd)
-    if not stat.S_ISREG(os.fstat(file_fd).st_mode):
-        os.close(file_fd)
-        raise IsADirectoryError(f"{'/'.join(parts)} is not a regular file")
-    return file_fd
 
 
 def _why(exc: OSError) -> str:

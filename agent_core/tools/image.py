@@ -13,7 +13,6 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from agent_core.effects import FileWriteEffect, record_effect
 from agent_core.errors import ToolError, UserError
 from agent_core.llms.base import LLM, ChatMessage
 from agent_core.tools.base import FunctionTool
@@ -160,16 +159,16 @@ def image_tool(
                 configured, anything else is an SVG drawing.
         """
         if openai_client is not None and path.lower().endswith(".png"):
-            target = workspace.resolve(path)
+            workspace.resolve(path)  # A path that can never work is refused before the call.
             data = await _generate_png(openai_client, image_model, description)
         elif llm is not None:
-            target = workspace.resolve(_as_svg(path))
+            path = _as_svg(path)
+            workspace.resolve(path)
             data = await _draw_svg(llm, description)
         else:
             raise ToolError("only PNG images can be made here: give a path ending in .png")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        record_effect(FileWriteEffect.before_writing(target))
-        target.write_bytes(data)
-        return f"saved {workspace.relative(target)} ({len(data):,} bytes)"
+        # Checked again as it is written: the folder may have changed while the model drew.
+        saved = workspace.write(path, data)
+        return f"saved {saved} ({len(data):,} bytes)"
 
     return FunctionTool.from_defaults(make_image, side_effects=True)

@@ -123,14 +123,20 @@ async def test_tools_cannot_read_or_write_through_a_symlink_out(workspace, tools
     assert not (outside / "new.txt").exists()
 
     listing = await tools["list_files"].acall({"path": "linked_dir"})
-    assert listing.is_error and "secret.txt" not in listing.content
+    assert listing.content == "linked_dir (link)"  # Described, never entered.
 
 
-async def test_a_symlink_inside_the_workspace_is_followed(workspace, tools):
+async def test_a_symlink_is_never_followed_even_one_that_stays_inside(workspace, tools):
+    # A link that points inside now may point outside a moment later: none is followed.
     folder = workspace.folder()
     (folder / "real.txt").write_text("inside")
     (folder / "alias.txt").symlink_to(folder / "real.txt")
-    assert (await tools["read_file"].acall({"path": "alias.txt"})).content == "inside"
+    (folder / "alias_dir").symlink_to(folder, target_is_directory=True)
+    read = await tools["read_file"].acall({"path": "alias.txt"})
+    assert read.is_error and "symbolic link" in read.content
+    write = await tools["write_file"].acall({"path": "alias_dir/real.txt", "content": "x"})
+    assert write.is_error and "'alias_dir' is a symbolic link" in write.content
+    assert (folder / "real.txt").read_text() == "inside"
 
 
 async def test_a_symlink_loop_is_an_error_not_a_hang(workspace, tools):
