@@ -69,8 +69,23 @@ def _db(text: str) -> Path:
     return path
 
 
+_SERVE_EPILOG = """\
+Security: the server listens on 127.0.0.1 unless --host says otherwise. With
+STEPWISE_API_TOKEN set, every route but /health needs `Authorization: Bearer <token>`;
+listening on any other address without a token is refused. Model keys come from this
+process's environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...), never from a request.
+
+Examples:
+  stepwise serve
+  stepwise serve --port 8000 --agent my_agent=my_agent.py:build_agent
+  STEPWISE_API_TOKEN=... stepwise serve --host 0.0.0.0
+
+Then open http://127.0.0.1:8000/docs.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The `stepwise` argument parser (subcommands: `ui`; `serve` and `services` to come)."""
+    """The `stepwise` argument parser (subcommands: `ui`, `serve`)."""
     parser = argparse.ArgumentParser(prog="stepwise", description=_DESCRIPTION)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     ui = commands.add_parser(
@@ -81,14 +96,33 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_UI_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ui.add_argument(
+    _add_shared_arguments(ui, default_port=8501)
+    serve = commands.add_parser(
+        "serve",
+        help="serve the runtime over HTTP: Execute Agent API, Agent Protocol, extensions",
+        description="Serve Stepwise over HTTP (FastAPI on uvicorn), on the same database and\n"
+        "agents as the app: a task created over HTTP shows in the app, and the other way round.",
+        epilog=_SERVE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)"
+    )
+    _add_shared_arguments(serve, default_port=8000)
+    return parser
+
+
+def _add_shared_arguments(command: argparse.ArgumentParser, *, default_port: int) -> None:
+    command.add_argument(
         "--db",
         type=_db,
         metavar="PATH",
         help="the SQLite file that keeps the tasks (default: ./stepwise.db, or $STEPWISE_DB)",
     )
-    ui.add_argument("--port", type=_port, metavar="N", help="the port to serve on (default: 8501)")
-    ui.add_argument(
+    command.add_argument(
+        "--port", type=_port, metavar="N", help=f"the port to serve on (default: {default_port})"
+    )
+    command.add_argument(
         "--agent",
         dest="agents",
         action="append",
@@ -97,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=TARGET",
         help="your agent, e.g. my_agent=my_agent.py:build_agent (repeatable)",
     )
-    ui.add_argument(
+    command.add_argument(
         "--tools",
         dest="tools",
         action="append",
@@ -106,8 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=MODULE",
         help="your tools module, e.g. my_tools=my_tools.py (repeatable)",
     )
-    ui.set_defaults(command_parser=ui)  # Its errors show its own usage line.
-    return parser
+    command.set_defaults(command_parser=command)  # Its errors show its own usage line.
 
 
 def _by_name(
@@ -130,10 +163,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     agents = _by_name(args.command_parser, args.agents, "--agent")
     tools = _by_name(args.command_parser, args.tools, "--tools")
-    from stepwise_cli.ui import run_ui
-
     try:
+        if args.command == "serve":
+            from stepwise_cli.serve import run_server
+
+            return run_server(
+                host=args.host, port=args.port, db=args.db, agents=agents, tools=tools
+            )
+        from stepwise_cli.ui import run_ui
+
         return run_ui(port=args.port, db=args.db, agents=agents, tools=tools)
     except AgentCoreError as exc:
-        print(f"stepwise ui: {exc}", file=sys.stderr)
+        print(f"stepwise {args.command}: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,132 @@
+"""Errors as JSON: a stable `code`, a message a person can act on, never a traceback.
+
+Every error response has the body `{"error": {"code", "message", "hint", ...}}`. Runtime
+errors (`AgentCoreError`) keep their message and hint; the code and HTTP status come from
+their type. Anything unexpected is a 500 with a generic message; its details go to the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from agent_core.errors import (
+    AgentCoreError,
+    ConflictError,
+    InputTooLargeError,
+    LLMError,
+    LLMStatusError,
+    MissingKeyError,
+    NothingToRunError,
+    NotReadyError,
+    StepError,
+    StepNotFoundError,
+    StoreError,
+    TaskNotActiveError,
+    TaskNotFoundError,
+    ToolError,
+    UserCodeError,
+    UserError,
+)
+
+__all__ = ["ApiError", "error_body", "install_error_handlers"]
+
+log = logging.getLogger("stepwise.server")
+
+# Most specific first: the first type an error is an instance of gives its status and code.
+_BY_TYPE: list[tuple[type[AgentCoreError], int, str]] = [
+    (TaskNotFoundError, 404, "task_not_found"),
+    (StepNotFoundError, 404, "step_not_found"),
+    (ConflictError, 409, "conflict"),
+    (NotReadyError, 409, "step_not_ready"),
+    (NothingToRunError, 409, "nothing_to_run"),
+    (TaskNotActiveError, 409, "task_not_active"),
+    (InputTooLargeError, 413, "input_too_large"),
+    (MissingKeyError, 503, "model_not_configured"),
+    (StepError, 422, "step_failed"),
+    (LLMError, 502, "model_error"),
+    (ToolError, 422, "tool_error"),
+    (UserCodeError, 500, "user_code_error"),
+    (StoreError, 503, "store_error"),
+    (UserError, 400, "bad_request"),
+]
+
+
+_HTTP_CODES = {
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "body_too_large",
+}
+
+
+class ApiError(Exception):
+    """An error the server answers with: HTTP status, stable code, message and hint."""
+
+    def __init__(
+        self, status: int, code: str, message: str, *, hint: str = "", **extra: Any
+    ) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.hint = status, code, message, hint
+        self.extra = extra
+
+
+def error_body(code: str, message: str, hint: str = "", **extra: Any) -> dict[str, Any]:
+    """The JSON body of an error response."""
+    return {"error": {"code": code, "message": message, "hint": hint, **extra}}
+
+
+def _from_runtime(exc: AgentCoreError) -> ApiError:
+    status, code = next(((s, c) for t, s, c in _BY_TYPE if isinstance(exc, t)), (500, "error"))
+    extra: dict[str, Any] = {}
+    for name in ("task_id", "step_id", "remedy"):
+        if getattr(exc, name, None):
+            extra[name] = getattr(exc, name)
+    if isinstance(exc, LLMStatusError) and exc.status is not None:
+        extra["provider_status"] = exc.status
+    return ApiError(status, code, exc.message, hint=exc.hint, **extra)
+
+
+def _respond(error: ApiError) -> JSONResponse:
+    body = error_body(error.code, error.message, error.hint, **error.extra)
+    return JSONResponse(body, status_code=error.status)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer every error as JSON with a stable code."""
+
+    @app.exception_handler(ApiError)
+    async def _api(request: Request, exc: ApiError) -> JSONResponse:
+        return _respond(exc)
+
+    @app.exception_handler(AgentCoreError)
+    async def _runtime(request: Request, exc: AgentCoreError) -> JSONResponse:
+        return _respond(_from_runtime(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [_problem(e) for e in exc.errors()[:20]]
+        message = "the request body is not valid: " + "; ".join(problems)
+        hint = "see /docs for the expected shape of this route"
+        return _respond(ApiError(422, "invalid_request", message, hint=hint))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, "http_error")
+        return _respond(ApiError(exc.status_code, code, str(exc.detail)))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        message = "the server failed unexpectedly; its log has the details"
+        return _respond(ApiError(500, "internal_error", message))
+
+
+def _problem(error: Any) -> str:
+    where = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body"
+    return f"{where}: {error.get('msg', 'invalid')}"

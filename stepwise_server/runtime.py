@@ -1,0 +1,81 @@
+"""What the server shares between requests: one SQLite store and one runner per agent spec.
+
+The store is the app's own file, so a task created over HTTP shows in the app and the other
+way round. A task is run by the runner of the spec it recorded; keys come from the server's
+environment (the SDKs read `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, ...), never from a request.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from agent_core import ParallelAgentRunner, user_code
+from agent_core.errors import UserError
+from agent_core.spec import AgentSpec
+from agent_core.store import SQLiteStore
+from agent_core.types import TaskStatus
+from stepwise_server.settings import ServerSettings
+
+__all__ = ["ServerRuntime"]
+
+_RUNNABLE = (TaskStatus.ACTIVE, TaskStatus.FAILED)
+
+
+class ServerRuntime:
+    """The store and runners behind every route of one server."""
+
+    def __init__(self, settings: ServerSettings) -> None:
+        self.settings = settings
+        self.store = SQLiteStore(settings.db)
+        self._runners: dict[tuple[str, int], ParallelAgentRunner] = {}
+        self._guard = threading.Lock()
+
+    def runner_for(self, spec: AgentSpec) -> ParallelAgentRunner:
+        """The runner of `spec`, built once (again after the user's code is reloaded)."""
+        generation = user_code.generation() if spec.uses_user_code else 0
+        key = (spec.model_dump_json(), generation)
+        with self._guard:
+            runner = self._runners.get(key)
+            if runner is None:
+                runner = spec.build_runner(store=self.store)
+                self._runners[key] = runner
+            return runner
+
+    def reader(self) -> ParallelAgentRunner:
+        """A runner that reads any task (the default demo spec: it needs no key)."""
+        return self.runner_for(AgentSpec())
+
+    def spec_named(self, agent: str | None) -> AgentSpec:
+        """The spec for a request naming `agent` (a registered agent), else the default.
+
+        Raises:
+            UserError: No agent of that name is registered.
+        """
+        if not agent:
+            return self.settings.default_agent
+        fields = {**self.settings.default_agent.model_dump(), "agent": agent}
+        fields.pop("agent_target")  # Filled in from the registry.
+        try:
+            return AgentSpec.model_validate(fields)
+        except ValueError as exc:
+            names = [entry.name for entry in user_code.default_registry().agents()]
+            raise UserError(
+                f"no agent named {agent!r} is registered on this server",
+                hint=f"registered agents: {', '.join(sorted(names)) or 'none'}; start the server"
+                " with --agent NAME=TARGET",
+            ) from exc
+
+    def runner_for_task(self, task_id: str) -> ParallelAgentRunner:
+        """The runner of the spec `task_id` recorded; the reader once it can no longer run.
+
+        A finished, abandoned or imported task is read only: its agent is never rebuilt.
+        """
+        reader = self.reader()
+        task = reader.get_task(task_id)
+        if task.status not in _RUNNABLE or task.imported or not task.spec:
+            return reader
+        return self.runner_for(AgentSpec.model_validate(task.spec))
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()

@@ -1,0 +1,70 @@
+"""What a `stepwise serve` server runs with: its database, token, limits and default agent."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent_core.errors import UserError
+from agent_core.spec import AgentSpec
+
+__all__ = [
+    "DB_ENV",
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "TOKEN_ENV",
+    "ServerSettings",
+    "check_exposure",
+    "is_loopback",
+]
+
+TOKEN_ENV = "STEPWISE_API_TOKEN"
+DB_ENV = "STEPWISE_DB"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """The server's configuration; keys never live here (the SDKs read them from the env).
+
+    Args:
+        db: The SQLite file shared with the app (`STEPWISE_DB`, default ./stepwise.db).
+        token: Every route but `/health` requires `Authorization: Bearer <token>` when set.
+        default_agent: The agent a task gets when the request names none.
+        max_body_bytes: Largest request body read.
+        max_messages: Most messages one Execute Agent request may carry.
+    """
+
+    db: Path = field(default_factory=lambda: Path(os.environ.get(DB_ENV, "stepwise.db")))
+    token: str | None = field(default_factory=lambda: os.environ.get(TOKEN_ENV) or None)
+    default_agent: AgentSpec = field(default_factory=AgentSpec)
+    max_body_bytes: int = 1_000_000
+    max_messages: int = 1_000
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(host: str, token: str | None) -> None:
+    """Refuse to listen beyond this machine without a token.
+
+    Raises:
+        UserError: `host` is not a loopback address and no token is set.
+    """
+    if token or is_loopback(host):
+        return
+    raise UserError(
+        f"refusing to listen on {host} without a token: anyone who can reach it could run your"
+        f" agents and read your tasks. Set {TOKEN_ENV} to a long random secret (clients then"
+        " send `Authorization: Bearer <token>`), or listen on 127.0.0.1"
+    )
