@@ -36,10 +36,12 @@ test: lint chromium
 	$(BIN)/pytest
 
 # Benchmarks side by side with LlamaIndex and LangGraph (their own env: bench/.venv), then
-# the page's speed in Chromium (bench/results/page_speed.json).
+# the page's speed in Chromium (bench/results/page_speed.json), then what HTTP costs
+# (bench/results/server_speed.json).
 bench: $(STAMP) chromium
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.page_speed
+	$(BIN)/python -m bench.server_speed
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
