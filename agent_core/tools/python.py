@@ -1,28 +1,32 @@
 """The run_python tool: run a model's Python code in a child process with hard limits.
 
-The child is `python -I` (isolated: no user site, no PYTHON* variables) started in the task's
-workspace folder, in a session of its own, with an environment that carries none of the
-parent's variables beyond PATH and the locale (so no API key or token leaks into it), and
-with rlimits on address space, CPU time, file size, core dumps and, when not running as
-root, process count. A wall-clock timeout kills the child's whole process group, and so does
-output beyond a cap, so neither a loop nor a flood of prints can hang the step or fill memory.
+The code runs as `python -I` (isolated: no user site, no PYTHON* variables) under a small
+launcher (`_sandbox_launcher.py`), started in the task's workspace folder, in a session of
+its own, with an environment that carries none of the app's variables beyond PATH and the
+locale. So no key reaches the code's environment, nor its parent's: the launcher, not the
+app, is the process whose `/proc/<ppid>/environ` the code can read. The code has rlimits on
+address space, CPU time, file size, core dumps and, when not running as root, process count.
+The launcher is a child subreaper: when the code ends, times out, floods its output or the
+step is cancelled, it kills every process the code started, even one that left the session.
 
 This bounds what well-meant code can do to the machine by accident. It is not a security
-boundary against hostile code: the child can read what the user can read and use the network.
+boundary against hostile code: the code runs as the app's user, so it can read and write
+whatever that user can (outside the workspace too), read other processes of that user
+through /proc (the app's own environment included, by walking up from its parent), and use
+the network. The README's "Security" section says how to get a real boundary.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 import os
-import resource
 import signal
 import subprocess
 import sys
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 from agent_core.errors import ToolError, UserError
@@ -34,6 +38,8 @@ __all__ = ["MAX_CODE_BYTES", "python_tool"]
 MAX_CODE_BYTES = 100_000
 """Longest program accepted (it is passed as a command-line argument, capped by the OS)."""
 
+_LAUNCHER = Path(__file__).with_name("_sandbox_launcher.py")
+_STOP_GRACE_S = 3.0  # The launcher's sweep takes milliseconds; past this, kill its group.
 _ENV_KEPT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 _CHUNK = 65_536
 _MEMORY_CRASHES = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS}
@@ -119,15 +125,14 @@ async def _run(code: str, folder: Path, limits: _Limits) -> str:
     try:
         transport, child = await loop.subprocess_exec(
             lambda: _Child(loop, limits),
-            sys.executable,
-            *("-I", "-u", "-X", "utf8", "-c", code),
+            *_launcher_command(limits, nproc),
+            *(sys.executable, "-I", "-u", "-X", "utf8", "-c", code),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=folder,
             env=_child_env(folder),
-            start_new_session=True,  # its own process group, killed as a whole
-            preexec_fn=partial(_set_limits, limits, nproc),
+            start_new_session=True,  # its own session and process group
         )
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         raise ToolError(f"could not start Python: {exc}") from None
@@ -168,25 +173,15 @@ def _child_env(folder: Path) -> dict[str, str]:
     return env
 
 
-def _set_limits(limits: _Limits, nproc: int | None) -> None:  # pragma: no cover - in the child
-    """Runs in the child between fork and exec: only rlimit calls, nothing that may lock."""
-    megabyte = 1024 * 1024
-    cpu = math.ceil(limits.timeout) + 1
-    _lower(resource.RLIMIT_AS, limits.memory_mb * megabyte)
-    _lower(resource.RLIMIT_CPU, cpu, hard=cpu + 1)  # soft: SIGXCPU; hard: SIGKILL
-    _lower(resource.RLIMIT_FSIZE, limits.max_file_mb * megabyte)
-    _lower(resource.RLIMIT_CORE, 0)
-    if nproc is not None:
-        _lower(resource.RLIMIT_NPROC, nproc)
-
-
-def _lower(kind: int, soft: int, *, hard: int | None = None) -> None:  # pragma: no cover
-    """Set a limit, never above the hard limit the parent already has (that would fail)."""
-    _, current_hard = resource.getrlimit(kind)
-    hard = soft if hard is None else hard
-    if current_hard != resource.RLIM_INFINITY:
-        soft, hard = min(soft, current_hard), min(hard, current_hard)
-    resource.setrlimit(kind, (soft, hard))
+def _launcher_command(limits: _Limits, nproc: int | None) -> list[str]:
+    """The launcher (`-S`: standard library only, quick) and the limits it applies."""
+    applied = {
+        "memory_mb": limits.memory_mb,
+        "cpu_s": math.ceil(limits.timeout) + 1,
+        "max_file_mb": limits.max_file_mb,
+        "nproc": nproc,
+    }
+    return [sys.executable, "-I", "-S", str(_LAUNCHER), json.dumps(applied)]
 
 
 def _process_limit(extra: int) -> int | None:
@@ -244,11 +239,11 @@ class _Child(asyncio.SubprocessProtocol):
         buffer += data[: max(room, 0)]
         if len(data) > room and not self.flooded:
             self.flooded = True
-            self.kill_group()
+            self.stop()
 
     def process_exited(self) -> None:
         _set_done(self._exited)
-        # Background processes it left would keep running and hold the output pipes open.
+        # The launcher swept what the code left; a process it missed would hold the pipes.
         self.kill_group()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -263,11 +258,28 @@ class _Child(asyncio.SubprocessProtocol):
             # A process that left the group may still hold a pipe after the child exited.
             self.timed_out = not self._exited.done()
         finally:
-            self.kill_group()  # also when the step is cancelled
+            await self._stop_everything()  # also when the step is cancelled
             transport.close()
 
+    async def _stop_everything(self) -> None:
+        """Have the launcher kill every process below it, then kill its group regardless."""
+        self.stop()
+        try:
+            async with asyncio.timeout(_STOP_GRACE_S):
+                await asyncio.shield(self._exited)
+        except TimeoutError:
+            pass
+        finally:
+            self.kill_group()
+
+    def stop(self) -> None:
+        """SIGTERM the launcher: it kills the code and all it started, then exits."""
+        if self._pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self._pid, signal.SIGTERM)
+
     def kill_group(self) -> None:
-        """SIGKILL the child and every process it started in its session."""
+        """SIGKILL the launcher's process group (what a sweep could not reach)."""
         if self._pid is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._pid, signal.SIGKILL)

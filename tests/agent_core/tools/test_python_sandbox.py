@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -99,6 +101,61 @@ async def test_no_secret_of_the_parent_reaches_the_child(workspace, monkeypatch)
     assert not [n for n in env if n.endswith(("_KEY", "_TOKEN")) or "SECRET" in n]
     assert env["HOME"] == str(workspace.folder())
     assert "PATH" in env
+
+
+_APP_WITH_A_KEY = """
+import asyncio, sys
+from agent_core.tools.python import python_tool
+from agent_core.tools.workspace import Workspace
+code = "import os; print(open(f'/proc/{os.getppid()}/environ', 'rb').read())"
+out = asyncio.run(python_tool(Workspace(sys.argv[1])).acall({"code": code}))
+print(out.content)
+"""
+
+
+def test_the_codes_parent_holds_no_secret_of_the_app(tmp_path):
+    # Model code can read its parent's environment through /proc: that parent must not be
+    # the app (whose environment, as it started, holds the key) but the clean launcher.
+    env = {**os.environ, "OPENAI_API_KEY": "sk-app-process-key"}
+    done = subprocess.run(
+        [sys.executable, "-c", _APP_WITH_A_KEY, str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.startswith("exit code: 0"), done.stdout + done.stderr
+    assert "sk-app-process-key" not in done.stdout and "OPENAI_API_KEY" not in done.stdout
+    assert "HOME=" in done.stdout  # It did read its parent's (clean) environment.
+
+
+# A process that leaves the session (double fork + setsid) escapes a process-group kill.
+_ESCAPE = """
+import os, subprocess, sys, time
+read, write = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        subprocess.Popen(['sleep', '120'], start_new_session=True)
+        os.write(write, str(os.getpid()).encode())
+        time.sleep(120)
+    os._exit(0)
+print(os.read(read, 32).decode(), flush=True)
+"""
+
+
+async def test_a_process_that_left_the_session_is_killed_when_the_code_ends(workspace):
+    out = await _run(workspace, _ESCAPE, timeout=20)
+    assert out.content.startswith("exit code: 0")
+    escaped = int(out.content.split("stdout:\n", 1)[1].split()[0])
+    assert await _wait_gone(escaped)
+
+
+async def test_a_process_that_left_the_session_is_killed_at_the_timeout(workspace):
+    out = await _run(workspace, _ESCAPE + "while True: pass\n", timeout=1)
+    assert out.is_error and "ran longer than 1 s" in out.content
+    escaped = int(out.content.split("stdout:\n", 1)[1].split()[0])
+    assert await _wait_gone(escaped)
 
 
 async def test_an_endless_loop_is_stopped_at_the_timeout(workspace):
