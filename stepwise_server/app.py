@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 
 from stepwise_server import agent_protocol, execute, extensions
 from stepwise_server.errors import install_error_handlers
-from stepwise_server.runtime import ServerRuntime
+from stepwise_server.runtime import ServerRuntime, runtime_of
 from stepwise_server.security import GateMiddleware
 from stepwise_server.settings import ServerSettings
 
@@ -58,8 +58,3 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     app.include_router(agent_protocol.router)
     app.include_router(extensions.router)
     return app
-
-
-def runtime_of(request: Request) -> ServerRuntime:
-    """The shared runtime, for routes (`Depends(runtime_of)`)."""
-    return request.app.state.runtime

@@ -33,13 +33,16 @@ from agent_core.errors import (
     UserCodeError,
     UserError,
 )
+from agent_core.execute import ContextTooLongError, ConversationError
 
-__all__ = ["ApiError", "error_body", "install_error_handlers"]
+__all__ = ["ApiError", "error_body", "install_error_handlers", "runtime_error"]
 
 log = logging.getLogger("stepwise.server")
 
 # Most specific first: the first type an error is an instance of gives its status and code.
 _BY_TYPE: list[tuple[type[AgentCoreError], int, str]] = [
+    (ConversationError, 422, "invalid_conversation"),
+    (ContextTooLongError, 413, "context_too_long"),
     (TaskNotFoundError, 404, "task_not_found"),
     (StepNotFoundError, 404, "step_not_found"),
     (ConflictError, 409, "conflict"),
@@ -81,7 +84,8 @@ def error_body(code: str, message: str, hint: str = "", **extra: Any) -> dict[st
     return {"error": {"code": code, "message": message, "hint": hint, **extra}}
 
 
-def _from_runtime(exc: AgentCoreError) -> ApiError:
+def runtime_error(exc: AgentCoreError) -> ApiError:
+    """The API's view of a runtime error: status, stable code, message, hint, ids."""
     status, code = next(((s, c) for t, s, c in _BY_TYPE if isinstance(exc, t)), (500, "error"))
     extra: dict[str, Any] = {}
     for name in ("task_id", "step_id", "remedy"):
@@ -106,7 +110,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(AgentCoreError)
     async def _runtime(request: Request, exc: AgentCoreError) -> JSONResponse:
-        return _respond(_from_runtime(exc))
+        return _respond(runtime_error(exc))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -8,17 +8,30 @@ environment (the SDKs read `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, ...), never fr
 from __future__ import annotations
 
 import threading
+from typing import Annotated, Literal
+
+from fastapi import Depends, Request
+from pydantic import BaseModel, Field
 
 from agent_core import ParallelAgentRunner, user_code
 from agent_core.errors import UserError
-from agent_core.spec import AgentSpec
+from agent_core.llms.base import LLM
+from agent_core.spec import DEFAULT_MODELS, AgentSpec
 from agent_core.store import SQLiteStore
 from agent_core.types import TaskStatus
 from stepwise_server.settings import ServerSettings
 
-__all__ = ["ServerRuntime"]
+__all__ = ["ModelUsed", "Runtime", "ServerRuntime", "runtime_of"]
 
 _RUNNABLE = (TaskStatus.ACTIVE, TaskStatus.FAILED)
+
+
+class ModelUsed(BaseModel):
+    """The model that answered."""
+
+    provider: Literal["openai", "anthropic", "demo"]
+    name: str
+    scripted: bool = Field(description="True for the scripted demo model: not a real model.")
 
 
 class ServerRuntime:
@@ -28,6 +41,7 @@ class ServerRuntime:
         self.settings = settings
         self.store = SQLiteStore(settings.db)
         self._runners: dict[tuple[str, int], ParallelAgentRunner] = {}
+        self._models: dict[tuple[str, str], LLM] = {}
         self._guard = threading.Lock()
 
     def runner_for(self, spec: AgentSpec) -> ParallelAgentRunner:
@@ -40,6 +54,22 @@ class ServerRuntime:
                 runner = spec.build_runner(store=self.store)
                 self._runners[key] = runner
             return runner
+
+    def execute_model(self, provider: str, name: str | None) -> tuple[LLM, ModelUsed]:
+        """The model for an Execute Agent call, built once per provider and name.
+
+        Raises:
+            MissingKeyError: The provider has no key in the server's environment.
+        """
+        name = name or DEFAULT_MODELS[provider]
+        with self._guard:
+            llm = self._models.get((provider, name))
+            if llm is None:
+                spec = AgentSpec(provider=provider, model=name)  # type: ignore[arg-type]
+                llm = spec.build_llm()  # Keys and base URLs: the SDKs read the environment.
+                self._models[(provider, name)] = llm
+        used = ModelUsed(provider=provider, name=name, scripted=provider == "demo")  # type: ignore[arg-type]
+        return llm, used
 
     def reader(self) -> ParallelAgentRunner:
         """A runner that reads any task (the default demo spec: it needs no key)."""
@@ -79,3 +109,12 @@ class ServerRuntime:
     def close(self) -> None:
         """Close the store."""
         self.store.close()
+
+
+def runtime_of(request: Request) -> ServerRuntime:
+    """The server's runtime, for routes (`Depends(runtime_of)`)."""
+    return request.app.state.runtime
+
+
+Runtime = Annotated[ServerRuntime, Depends(runtime_of)]
+"""A route parameter typed `Runtime` receives the server's runtime."""

@@ -6,6 +6,7 @@ import ipaddress
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from agent_core.errors import UserError
 from agent_core.spec import AgentSpec
@@ -14,16 +15,38 @@ __all__ = [
     "DB_ENV",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
+    "MODEL_ENV",
     "TOKEN_ENV",
+    "ModelDefault",
     "ServerSettings",
     "check_exposure",
     "is_loopback",
 ]
 
 TOKEN_ENV = "STEPWISE_API_TOKEN"
+MODEL_ENV = "STEPWISE_MODEL"
 DB_ENV = "STEPWISE_DB"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+
+
+def _default_model() -> ModelDefault:
+    """`STEPWISE_MODEL` ("openai:gpt-4o-mini", "anthropic", "demo"), else the demo."""
+    provider, _, name = os.environ.get(MODEL_ENV, "demo").partition(":")
+    if provider not in ("openai", "anthropic", "demo"):
+        raise UserError(
+            f"{MODEL_ENV}={provider!r} names no provider: use openai, anthropic or demo, "
+            "optionally with :model-name"
+        )
+    return ModelDefault(provider=provider, name=name or None)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class ModelDefault:
+    """The model an Execute Agent request gets when it names none."""
+
+    provider: Literal["openai", "anthropic", "demo"]
+    name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -34,6 +57,7 @@ class ServerSettings:
         db: The SQLite file shared with the app (`STEPWISE_DB`, default ./stepwise.db).
         token: Every route but `/health` requires `Authorization: Bearer <token>` when set.
         default_agent: The agent a task gets when the request names none.
+        default_model: The Execute Agent model when a request names none (`STEPWISE_MODEL`).
         max_body_bytes: Largest request body read.
         max_messages: Most messages one Execute Agent request may carry.
     """
@@ -41,6 +65,7 @@ class ServerSettings:
     db: Path = field(default_factory=lambda: Path(os.environ.get(DB_ENV, "stepwise.db")))
     token: str | None = field(default_factory=lambda: os.environ.get(TOKEN_ENV) or None)
     default_agent: AgentSpec = field(default_factory=AgentSpec)
+    default_model: ModelDefault = field(default_factory=_default_model)
     max_body_bytes: int = 1_000_000
     max_messages: int = 1_000
 
