@@ -27,6 +27,7 @@ __all__ = [
     "STATUS_COLORS",
     "build_dag",
     "collapse_older",
+    "describe_step",
     "display_value",
     "format_call",
     "format_result",
@@ -423,6 +424,11 @@ def _label(
     suffix = _status_suffix(step, output)
     room = max(12, max_chars - len(prefix) - len(suffix))
     return prefix + _truncate(_one_line(_what(step, output, calls_queued)), room) + suffix
+
+
+def describe_step(step: TaskStep, output: TaskStepOutput | None, *, max_chars: int = 80) -> str:
+    """What the step did (or will do), in a few words: `multiply(121, 3) → 363`, `answer: …`."""
+    return _truncate(_one_line(_what(step, output, [])), max_chars)
 
 
 def _status_suffix(step: TaskStep, output: TaskStepOutput | None) -> str:

@@ -9,9 +9,10 @@ first sees what it missed, then each new event as it happens, from any thread or
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from agent_core.errors import StepError
@@ -161,11 +162,29 @@ class _LiveRuns:
 
     def __init__(self) -> None:
         self._runs: dict[str, StepRun] = {}
+        self._listeners: list[Callable[[StepRun], None]] = []
         self._guard = threading.Lock()
 
     def add(self, run: StepRun) -> None:
         with self._guard:
             self._runs[run.step_id] = run
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(run)
+
+    def subscribe(self, listener: Callable[[StepRun], None]) -> Callable[[], None]:
+        """Call `listener(run)` for each run that starts from now on; returns the unsubscribe.
+
+        The listener is called on the runtime loop: it must only hand the run over.
+        """
+        with self._guard:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._guard, contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+        return unsubscribe
 
     def remove(self, run: StepRun) -> None:
         with self._guard:

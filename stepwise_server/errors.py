@@ -93,7 +93,29 @@ def runtime_error(exc: AgentCoreError) -> ApiError:
             extra[name] = getattr(exc, name)
     if isinstance(exc, LLMStatusError) and exc.status is not None:
         extra["provider_status"] = exc.status
-    return ApiError(status, code, exc.message, hint=exc.hint, **extra)
+    hint = _http_hint(exc) or exc.hint
+    return ApiError(status, code, exc.message, hint=hint, **extra)
+
+
+# The runtime's hints name Python methods; over HTTP the remedy is a route.
+_HTTP_HINTS = {
+    "finalize": "POST /stepwise/v1/tasks/{task}/finalize gives the final response, or "
+    "POST /stepwise/v1/tasks/{task}/undo goes back",
+    "undo": "POST /stepwise/v1/tasks/{task}/undo goes back a step",
+    "new_task": "POST /ap/v1/agent/tasks starts a new task; GET /ap/v1/agent/tasks lists them",
+    "edit_step": "PATCH /stepwise/v1/tasks/{task}/steps/{step} changes its input; then run it",
+    "retry": "run the step again: POST /ap/v1/agent/tasks/{task}/steps",
+    "wait": "wait for the running step to finish, then try again",
+    "configure_model": "set the provider's key (OPENAI_API_KEY, ANTHROPIC_API_KEY) in the "
+    "server's environment and restart it",
+}
+
+
+def _http_hint(exc: AgentCoreError) -> str:
+    template = _HTTP_HINTS.get(exc.remedy or "")
+    if template is None:
+        return ""
+    return template.format(task=exc.task_id or "{task_id}", step=exc.step_id or "{step_id}")
 
 
 def _respond(error: ApiError) -> JSONResponse:

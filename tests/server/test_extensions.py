@@ -1,0 +1,142 @@
+"""Stepwise's extensions over a real uvicorn: each route once, with its effect checked."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+import pytest
+
+from agent_core.spec import AgentSpec
+from tests.llm_servers import OpenAIServer, Reply
+
+SEED = "What is (121 * 3) + 42?"
+
+
+def _task(client: httpx.Client, text: str = SEED) -> str:
+    return client.post("/ap/v1/agent/tasks", json={"input": text}).json()["task_id"]
+
+
+def _step(client: httpx.Client, task_id: str) -> dict:
+    response = client.post(f"/ap/v1/agent/tasks/{task_id}/steps", json={})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _ext(task_id: str, what: str = "") -> str:
+    return f"/stepwise/v1/tasks/{task_id}{what}"
+
+
+@pytest.fixture
+def approving(serve):
+    """A client on a server whose default agent asks before each tool call."""
+    with httpx.Client(base_url=serve(default_agent=AgentSpec(tool_approval=True)), timeout=30) as c:
+        yield c
+
+
+def test_a_tool_call_is_approved_with_edited_arguments(approving):
+    task_id = _task(approving)
+    _step(approving, task_id)  # The model proposes multiply(121, 3).
+    [held] = [s for s in approving.get(_ext(task_id)).json()["steps"] if s["status"] == "created"]
+
+    view = approving.post(
+        _ext(task_id, f"/steps/{held['step_id']}/approve"), json={"arguments": {"a": 100, "b": 3}}
+    ).json()
+
+    [ran] = [s for s in view["steps"] if s["step_id"] == held["step_id"]]
+    assert ran["status"] == "completed" and ran["output"] == "300"
+    assert ran["additional_output"]["edited"] is True
+
+
+def test_a_rejected_tool_call_does_not_run_and_the_model_reads_why(approving):
+    task_id = _task(approving)
+    _step(approving, task_id)
+    held = approving.get(_ext(task_id)).json()["steps"][-1]
+
+    view = approving.post(
+        _ext(task_id, f"/steps/{held['step_id']}/reject"), json={"reason": "use add first"}
+    ).json()
+
+    [done] = [s for s in view["steps"] if s["step_id"] == held["step_id"]]
+    assert "use add first" in done["output"]
+    assert done["additional_output"]["tool_calls"] == [] or all(
+        call.get("rejected") for call in done["additional_output"]["tool_calls"]
+    )
+
+
+def test_feedback_edit_run_until_finalize_abandon_and_the_graph(client):
+    task_id = _task(client)
+    _step(client, task_id)  # multiply(121, 3)
+    view = client.post(_ext(task_id, "/feedback"), json={"text": "Check your arithmetic."}).json()
+    assert view["steps"][1]["additional_output"]["kind"] == "human"
+
+    upcoming = view["steps"][-1]
+    edited = client.patch(
+        _ext(task_id, f"/steps/{upcoming['step_id']}"), json={"input": "Observation: 363"}
+    ).json()
+    assert edited["steps"][-1]["input"] == "Observation: 363"
+
+    stopped = client.post(_ext(task_id, "/run_until"), json={"at_step": 3}).json()
+    assert stopped["reason"] == "breakpoint" and len(stopped["ran"]) == 1
+    finished = client.post(_ext(task_id, "/run_until"), json={}).json()
+    assert finished["reason"] == "last_step"
+    final = client.post(_ext(task_id, "/finalize"), json={}).json()
+    assert "405" in final["response"] and final["status"] == "completed"
+
+    graph = client.get(_ext(task_id, "/dag")).json()
+    assert len(graph["nodes"]) == 4 and graph["edges"]
+
+    other = _task(client)
+    assert client.post(_ext(other, "/abandon"), json={}).json()["status"] == "abandoned"
+    refused = client.post(f"/ap/v1/agent/tasks/{other}/steps", json={})
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "task_not_active"
+
+
+def test_a_change_made_against_an_old_version_is_refused_with_409(client):
+    task_id = _task(client)
+    _step(client, task_id)
+    seen = client.get(_ext(task_id)).json()["version"]
+    client.post(_ext(task_id, "/feedback"), json={"text": "From another client."})
+
+    by_field = client.post(_ext(task_id, "/undo"), json={"steps": 1, "expected_version": seen})
+    by_header = client.post(
+        _ext(task_id, "/undo"), json={"steps": 1}, headers={"If-Match": str(seen)}
+    )
+
+    for refused in (by_field, by_header):
+        assert refused.status_code == 409
+        assert refused.json()["error"]["code"] == "task_changed"
+        assert "reload" in refused.json()["error"]["message"]
+    current = client.get(_ext(task_id)).json()
+    assert len(current["steps"]) == 3  # Nothing was undone.
+    ok = client.post(
+        _ext(task_id, "/undo"), json={"steps": 1, "expected_version": current["version"]}
+    )
+    assert ok.status_code == 200
+
+
+def test_a_running_step_is_cancelled_and_can_run_again(serve, monkeypatch):
+    with OpenAIServer(policy=lambda body: Reply(text="slow answer", delay_s=30)) as model:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
+        spec = AgentSpec(provider="openai", model="m", base_url=f"{model.url}/v1", tools=())
+        with httpx.Client(base_url=serve(default_agent=spec), timeout=60) as client:
+            task_id = _task(client, "Tell me something.")
+            step_id = client.get(_ext(task_id)).json()["steps"][0]["step_id"]
+            running = threading.Thread(
+                target=lambda: client.post(f"/ap/v1/agent/tasks/{task_id}/steps")
+            )
+            running.start()
+            assert model.wait_until(lambda: len(model.model_requests) == 1, timeout=20)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                cancelled = client.post(_ext(task_id, f"/steps/{step_id}/cancel"))
+                if cancelled.status_code == 200:
+                    break
+                time.sleep(0.05)
+            running.join(30)
+
+    assert cancelled.status_code == 200, cancelled.text
+    [step] = cancelled.json()["steps"]
+    assert step["status"] == "created"  # Failed, and it can run again.
+    assert "stopped" in step["additional_output"]["error"]
