@@ -38,7 +38,10 @@ def make_app(delay_s: float):
             pass
         await asyncio.sleep(delay_s)
         data = json.dumps({**_REPLY, "created": int(time.time())}).encode()
-        headers = [(b"content-type", b"application/json")]
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(data)).encode()),
+        ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": data})
 

@@ -46,5 +46,5 @@ def run_server(
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=False)
     return 0

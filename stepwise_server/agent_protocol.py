@@ -91,12 +91,16 @@ def get_task(task_id: str, runtime: Runtime) -> Task:
 
 
 @router.post("/tasks/{task_id}/steps", response_model=Step, summary="Run the next step")
-def run_step(task_id: str, runtime: Runtime, body: StepRequestBody | None = None) -> Step:
+async def run_step(task_id: str, runtime: Runtime, body: StepRequestBody | None = None) -> Step:
     """Run the task's next ready step; a non-empty `input` replaces its input (steering)."""
     runner = runtime.runner_for_task(task_id)
     steering = body.input if body is not None and body.input else None
-    # Started as a run that records its events, so /events watchers see it live.
-    output = runner.start_step(task_id, None, steering).result()
+    # Awaited on the runtime loop (no thread of the pool held), as a run that records its
+    # events, so /events watchers see it live.
+    run = await runner.astart_step(task_id, None, steering)
+    async for _ in run.awatch():
+        pass
+    output = run.result(timeout=0)
     state = runner.get_task_state(task_id)
     return step_of(state, state.steps[output.task_step.step_id])
 

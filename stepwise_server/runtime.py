@@ -7,6 +7,7 @@ environment (the SDKs read `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, ...), never fr
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Annotated, Literal
 
@@ -42,6 +43,9 @@ class ServerRuntime:
         self.store = SQLiteStore(settings.db)
         self._runners: dict[tuple[str, int], ParallelAgentRunner] = {}
         self._models: dict[tuple[str, str], LLM] = {}
+        # Validating a spec consults the user's code registry: done once per recorded spec.
+        self._specs: dict[str, AgentSpec] = {}
+        self._reading_spec = AgentSpec()
         self._guard = threading.Lock()
 
     def runner_for(self, spec: AgentSpec) -> ParallelAgentRunner:
@@ -73,7 +77,7 @@ class ServerRuntime:
 
     def reader(self) -> ParallelAgentRunner:
         """A runner that reads any task (the default demo spec: it needs no key)."""
-        return self.runner_for(AgentSpec())
+        return self.runner_for(self._reading_spec)
 
     def spec_named(self, agent: str | None) -> AgentSpec:
         """The spec for a request naming `agent` (a registered agent), else the default.
@@ -104,7 +108,14 @@ class ServerRuntime:
         task = reader.get_task(task_id)
         if task.status not in _RUNNABLE or task.imported or not task.spec:
             return reader
-        return self.runner_for(AgentSpec.model_validate(task.spec))
+        return self.runner_for(self._spec_of(task.spec))
+
+    def _spec_of(self, recorded: dict) -> AgentSpec:
+        key = json.dumps(recorded, sort_keys=True)
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = self._specs[key] = AgentSpec.model_validate(recorded)
+        return spec
 
     def close(self) -> None:
         """Close the store."""
