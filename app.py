@@ -13,6 +13,7 @@ navigation = st.navigation(
         st.Page("pages/home.py", title="Start", icon=":material/home:"),
         st.Page("pages/stepper.py", title="Stepper", default=True),
         st.Page("pages/tasks.py", title="Tasks"),
+        st.Page("pages/playground.py", title="Playground"),
         st.Page("pages/settings.py", title="Settings"),
     ]
 )

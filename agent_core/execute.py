@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_core._nesting import MAX_NESTING, too_deep
+from agent_core._runtime import run_sync
 from agent_core.errors import LLMError, UserError
 from agent_core.llms.base import LLM, ChatMessage, ChatResponse, ToolCall, ToolSpec, Usage
 from agent_core.workers._react_format import (
@@ -49,6 +50,7 @@ __all__ = [
     "UserMessage",
     "execute",
     "execute_stream",
+    "execute_sync",
 ]
 
 DEFAULT_INSTRUCTIONS = (
@@ -387,6 +389,11 @@ async def execute(
             continue
         return ExecuteResult(message=message, usage=usage, latency_ms=_ms_since(started))
     raise AssertionError("unreachable")
+
+
+def execute_sync(request: ExecuteRequest, llm: LLM, **options: Any) -> ExecuteResult:
+    """Sync twin of `execute` (run on the runtime loop; refused inside a running loop)."""
+    return run_sync(execute(request, llm, **options), name="execute_sync")
 
 
 async def execute_stream(

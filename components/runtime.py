@@ -15,6 +15,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from agent_core import ParallelAgentRunner, user_code
+from agent_core.llms.base import LLM
 from agent_core.llms.pricing import ModelPrice, PriceTable
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
@@ -45,6 +46,17 @@ def _runner(
         for name, pair in json.loads(prices_json).items()
     }
     return spec.build_runner(store=shared_store(), api_key=_api_key, prices=PriceTable(overrides))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _model(spec_json: str, key_id: str, _api_key: str | None) -> LLM:
+    return AgentSpec.model_validate_json(spec_json).build_llm(api_key=_api_key)
+
+
+def model_for(spec: AgentSpec) -> LLM:
+    """The chat model of `spec` alone, with this session's key for its provider."""
+    key = _session_key(spec)
+    return _model(spec.model_dump_json(), _key_id(key), key)
 
 
 def _key_id(key: str | None) -> str:
