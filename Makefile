@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 export UV_NATIVE_TLS := 1
 export UV_SYSTEM_CERTS := 1
 
-.PHONY: run test bench lint format typecheck lock clean chromium
+.PHONY: run test bench lint format typecheck lock clean chromium redis
 
 # The venv carries its own uv, which installs the pinned lock in seconds. Debian's system
 # Python needs python3-venv for `-m venv`; install it when missing (we run as root there).
@@ -32,13 +32,18 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || test -x /usr/bin/chromium || { \
 		apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
-test: lint chromium
+# The services' tests start their own redis-server (Debian's) on a free loopback port.
+redis:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
+
+test: lint chromium redis
 	$(BIN)/pytest
 
 # Benchmarks side by side with LlamaIndex and LangGraph (their own env: bench/.venv), then
 # the page's speed in Chromium (bench/results/page_speed.json), then what HTTP costs
 # (bench/results/server_speed.json).
-bench: $(STAMP) chromium
+bench: $(STAMP) chromium redis
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.page_speed
 	$(BIN)/python -m bench.server_speed

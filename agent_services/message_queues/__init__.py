@@ -1,0 +1,19 @@
+"""Message queues: the embedded in-process queue and the Redis Streams broker."""
+
+from agent_services.message_queues.base import (
+    BaseMessageQueue,
+    BaseMessageQueueConsumer,
+    CallableMessageConsumer,
+    DeadLetter,
+    StartConsumingCallable,
+)
+from agent_services.message_queues.simple import SimpleMessageQueue
+
+__all__ = [
+    "BaseMessageQueue",
+    "BaseMessageQueueConsumer",
+    "CallableMessageConsumer",
+    "DeadLetter",
+    "SimpleMessageQueue",
+    "StartConsumingCallable",
+]
