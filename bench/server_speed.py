@@ -71,10 +71,26 @@ def _process(command: list[str], url: str, env: dict[str, str]) -> Iterator[str]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
     try:
         _wait_up(url, process)
+        _PIDS[url] = process.pid
         yield url
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+_PIDS: dict[str, int] = {}
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds `pid` has used (Linux /proc; None elsewhere).
+
+    CPU per call does not depend on what else the machine runs, as throughput does.
+    """
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager
@@ -86,6 +102,7 @@ def stepwise_server(folder: Path, **env_extra: str) -> Iterator[str]:
     command = [sys.executable, "-m", "stepwise_cli", "serve", "--port", str(port)]
     command += ["--db", str(folder / "served.db"), "--agent", AGENT]
     with _process(command, f"http://127.0.0.1:{port}/health", env) as url:
+        _PIDS[url.removesuffix("/health")] = _PIDS[url]
         yield url.removesuffix("/health")
 
 
@@ -130,12 +147,20 @@ def http_steps(url: str, steps: int) -> list[float]:
         return times
 
 
-def _execute_load(url: str, clients: int, seconds: float) -> tuple[list[float], int, float]:
+def _execute_load(
+    url: str, clients: int, seconds: float
+) -> tuple[list[float], int, float, float | None]:
+    """The load's latencies, errors and elapsed seconds, and the server's CPU ms per call."""
     body = {
         "messages": [{"role": "user", "content": "What is (121 * 3) + 42?"}],
         "model": {"provider": "openai", "name": "bench-model"},
     }
-    return asyncio.run(post_load(f"{url}/v1/agent/execute", body, clients=clients, seconds=seconds))
+    before = cpu_seconds(_PIDS[url])
+    load = asyncio.run(post_load(f"{url}/v1/agent/execute", body, clients=clients, seconds=seconds))
+    after = cpu_seconds(_PIDS[url])
+    calls = len(load[0]) + load[1]
+    cpu_ms = (after - before) * 1000 / calls if before is not None and after and calls else None
+    return *load, cpu_ms
 
 
 def _percentile(values: list[float], fraction: float) -> float:
@@ -160,7 +185,7 @@ def main() -> None:
             )
             with stepwise_server(folder, **env) as url:
                 remote = http_steps(url, steps)
-                latencies, errors, elapsed = _execute_load(url, CLIENTS, seconds)
+                latencies, errors, elapsed, cpu_ms = _execute_load(url, CLIENTS, seconds)
     ideal = CLIENTS / (MODEL_DELAY_MS / 1000)
     throughput = len(latencies) / elapsed
     results = {
@@ -174,6 +199,7 @@ def main() -> None:
         "execute_p50_ms": _percentile(latencies, 0.5) if latencies else None,
         "execute_p99_ms": _percentile(latencies, 0.99) if latencies else None,
         "execute_errors": errors,
+        "execute_server_cpu_ms_per_call": cpu_ms,
         "harness_calls_per_s": len(model_only[0]) / model_only[2],
         "clients": CLIENTS,
         "model_delay_ms": MODEL_DELAY_MS,
@@ -196,6 +222,10 @@ def _print(r: dict) -> None:
     print(f"  {rate:7.0f} calls/s of an ideal {ideal:.0f} = {share:.0%}  (goal >= 90%)")
     p50, p99, errors = r["execute_p50_ms"], r["execute_p99_ms"], r["execute_errors"]
     print(f"  p50 {p50:.1f} ms, p99 {p99:.1f} ms, errors {errors}")
+    cpu_ms = r["execute_server_cpu_ms_per_call"]
+    if cpu_ms:
+        most = 1000 / cpu_ms
+        print(f"  server CPU {cpu_ms:.2f} ms per call: one core serves at most {most:.0f}/s")
     harness = r["harness_calls_per_s"]
     print(f"  the same clients on the model alone: {harness:.0f} calls/s ({harness / ideal:.0%})")
 

@@ -19,7 +19,7 @@ from agent_core.errors import UserError
 from agent_core.llms.base import LLM
 from agent_core.spec import DEFAULT_MODELS, AgentSpec
 from agent_core.store import SQLiteStore
-from agent_core.types import TaskStatus
+from agent_core.types import Task, TaskStatus
 from stepwise_server.settings import ServerSettings
 
 __all__ = ["ModelUsed", "Runtime", "ServerRuntime", "runtime_of"]
@@ -104,11 +104,24 @@ class ServerRuntime:
 
         A finished, abandoned or imported task is read only: its agent is never rebuilt.
         """
-        reader = self.reader()
-        task = reader.get_task(task_id)
+        task = self._current_task(task_id)
         if task.status not in _RUNNABLE or task.imported or not task.spec:
-            return reader
+            return self.reader()
         return self.runner_for(self._spec_of(task.spec))
+
+    def _current_task(self, task_id: str) -> Task:
+        """The task, from a runner that holds it at the stored version, else loaded.
+
+        The runner that ran the last step holds it: the reader would load every step again.
+        """
+        version = self.store.task_version(task_id)
+        with self._guard:
+            runners = list(self._runners.values())
+        for runner in runners:
+            held = runner.state.task_dict.get(task_id)
+            if held is not None and version is not None and held.version == version:
+                return held.task
+        return self.reader().get_task(task_id)
 
     def _spec_of(self, recorded: dict) -> AgentSpec:
         key = json.dumps(recorded, sort_keys=True)
