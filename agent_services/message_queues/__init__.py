@@ -7,6 +7,10 @@ from agent_services.message_queues.base import (
     DeadLetter,
     StartConsumingCallable,
 )
+from agent_services.message_queues.redis_streams import (
+    MessageQueueUnavailableError,
+    RedisStreamsMessageQueue,
+)
 from agent_services.message_queues.simple import SimpleMessageQueue
 
 __all__ = [
@@ -14,6 +18,8 @@ __all__ = [
     "BaseMessageQueueConsumer",
     "CallableMessageConsumer",
     "DeadLetter",
+    "MessageQueueUnavailableError",
+    "RedisStreamsMessageQueue",
     "SimpleMessageQueue",
     "StartConsumingCallable",
 ]
