@@ -10,6 +10,8 @@ from agent_services.message_queues import (
     BaseMessageQueueConsumer,
     CallableMessageConsumer,
     DeadLetter,
+    MessageQueueUnavailableError,
+    RedisStreamsMessageQueue,
     SimpleMessageQueue,
 )
 from agent_services.messages import (
@@ -26,7 +28,9 @@ __all__ = [
     "BaseMessageQueueConsumer",
     "CallableMessageConsumer",
     "DeadLetter",
+    "MessageQueueUnavailableError",
     "QueueMessage",
+    "RedisStreamsMessageQueue",
     "ServiceDefinition",
     "SimpleMessageQueue",
     "TaskDefinition",
