@@ -5,6 +5,10 @@ services and asks an orchestrator which service takes a task's next hop. Never i
 streamlit.
 """
 
+from agent_services.client import AsyncServicesClient, ServicesClient
+from agent_services.control_plane import ControlPlaneServer
+from agent_services.errors import ControlPlaneError, ServicesError, TaskFailedError
+from agent_services.launchers import LocalLauncher, ServerLauncher
 from agent_services.message_queues import (
     BaseMessageQueue,
     BaseMessageQueueConsumer,
@@ -20,19 +24,46 @@ from agent_services.messages import (
     ServiceDefinition,
     TaskDefinition,
     TaskResult,
+    ToolCall,
+    ToolCallResult,
+)
+from agent_services.orchestrators import AgentOrchestrator, PipelineOrchestrator
+from agent_services.services import (
+    AgentService,
+    HumanService,
+    MetaServiceTool,
+    ServiceAsTool,
+    ToolService,
 )
 
 __all__ = [
     "ActionTypes",
+    "AgentOrchestrator",
+    "AgentService",
+    "AsyncServicesClient",
     "BaseMessageQueue",
     "BaseMessageQueueConsumer",
     "CallableMessageConsumer",
+    "ControlPlaneError",
+    "ControlPlaneServer",
     "DeadLetter",
+    "HumanService",
+    "LocalLauncher",
     "MessageQueueUnavailableError",
+    "MetaServiceTool",
+    "PipelineOrchestrator",
     "QueueMessage",
     "RedisStreamsMessageQueue",
+    "ServerLauncher",
+    "ServiceAsTool",
     "ServiceDefinition",
+    "ServicesClient",
+    "ServicesError",
     "SimpleMessageQueue",
     "TaskDefinition",
+    "TaskFailedError",
     "TaskResult",
+    "ToolCall",
+    "ToolCallResult",
+    "ToolService",
 ]

@@ -147,10 +147,14 @@ class ControlPlaneServer:
             self.app, host=self.host, port=self.port, log_level="warning", access_log=False
         )
         server = uvicorn.Server(config)
+        serving = asyncio.create_task(server.serve(), name="control plane API")
         try:
-            await server.serve()
+            await asyncio.shield(serving)
+        except asyncio.CancelledError:
+            server.should_exit = True  # Let uvicorn close its connections and lifespan.
+            await serving
+            raise
         finally:
-            server.should_exit = True
             consuming.cancel()
             await asyncio.gather(consuming, return_exceptions=True)
 
