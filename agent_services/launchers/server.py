@@ -8,8 +8,11 @@ as Redis), run `serve_control_plane` in one and `serve_service` in each of the o
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from typing import Any
+
+import httpx
 
 from agent_core._runtime import run_sync
 from agent_services.control_plane.server import ControlPlaneServer
@@ -70,13 +73,40 @@ async def serve_control_plane(control_plane: ControlPlaneServer) -> None:
 
 
 async def serve_service(
-    service: BaseService, control_plane_url: str, *, token: str | None = None
+    service: BaseService,
+    control_plane_url: str,
+    *,
+    token: str | None = None,
+    register_within: float = 60.0,
 ) -> None:
-    """Register `service` with the control plane at `control_plane_url`, then consume forever."""
+    """Register `service` with the control plane at `control_plane_url`, then consume forever.
+
+    A control plane that is not up yet (processes start in any order) is asked again until
+    `register_within` seconds have passed.
+    """
     queue_task = await service.message_queue.launch_local()
+    consuming = await service.launch_local()  # Consuming first: no hop waits on a late start.
     try:
-        await service.register_to_control_plane(control_plane_url, token=token)
-        await service.launch_server()
+        await _register(service, control_plane_url, token, register_within)
+        await consuming
     finally:
+        consuming.cancel()
         if queue_task is not None:
             queue_task.cancel()
+
+
+async def _register(service: BaseService, url: str, token: str | None, within: float) -> None:
+    deadline = time.monotonic() + within
+    pause = 0.05
+    while True:
+        try:
+            await service.register_to_control_plane(url, token=token)
+            return
+        except httpx.TransportError as exc:
+            if time.monotonic() + pause > deadline:
+                raise ConnectionError(
+                    f"service {service.service_name} could not reach the control plane at "
+                    f"{url} for {within:g} s ({exc}); start it, or check its address"
+                ) from exc
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 1.0)
