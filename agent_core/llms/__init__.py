@@ -15,6 +15,7 @@ from agent_core.llms.base import (
     ToolSpec,
     Usage,
 )
+from agent_core.llms.content import ImagePart, TextPart
 from agent_core.llms.pricing import ModelPrice, PriceTable
 from agent_core.llms.scripted import FunctionLLM, HumanLLM, ScriptedLLM
 
@@ -32,10 +33,12 @@ __all__ = [
     "ChatStreamEvent",
     "FunctionLLM",
     "HumanLLM",
+    "ImagePart",
     "ModelPrice",
     "OpenAILLM",
     "PriceTable",
     "ScriptedLLM",
+    "TextPart",
     "ToolCall",
     "ToolSpec",
     "Usage",

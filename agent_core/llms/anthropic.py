@@ -58,6 +58,7 @@ from agent_core.llms.base import (
     ToolSpec,
     Usage,
 )
+from agent_core.llms.content import ImagePart, TextPart
 from agent_core.llms.pricing import PriceTable
 
 __all__ = ["DEFAULT_ANTHROPIC_MODEL", "RAW_ARGUMENTS_KEY", "AnthropicLLM"]
@@ -232,7 +233,10 @@ def _blocks_of(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
         }
         return "user", [result]
     blocks: list[dict[str, Any]] = []
-    if message.content:
+    if message.images:
+        # The API rejects an empty text block.
+        blocks.extend(_wire_part(part) for part in message.parts if str(part))
+    elif message.content:
         blocks.append({"type": "text", "text": message.content})
     if message.role == "assistant":
         blocks.extend(
@@ -240,6 +244,13 @@ def _blocks_of(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
             for call in message.tool_calls
         )
     return message.role, blocks
+
+
+def _wire_part(part: TextPart | ImagePart) -> dict[str, Any]:
+    if isinstance(part, ImagePart):
+        source = {"type": "base64", "media_type": part.mime_type, "data": part.data}
+        return {"type": "image", "source": source}
+    return {"type": "text", "text": part.text}
 
 
 def _wire_turn(role: str, blocks: list[dict[str, Any]]) -> MessageParam:

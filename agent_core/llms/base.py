@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent_core._nesting import MAX_NESTING, too_deep
+from agent_core.llms.content import ContentPart, ImagePart, with_parts_text
 
 __all__ = [
     "LLM",
@@ -59,9 +60,19 @@ class ChatMessage(BaseModel):
 
     role: Role
     content: str = ""
+    """The message's text (with `parts`, their text)."""
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    parts: tuple[ContentPart, ...] = ()
+    """The content in order when it holds more than text (images); empty for plain text."""
+
+    _parts_text = model_validator(mode="before")(with_parts_text)
+
+    @property
+    def images(self) -> tuple[ImagePart, ...]:
+        """The images the message shows the model, in order."""
+        return tuple(part for part in self.parts if isinstance(part, ImagePart))
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content}"

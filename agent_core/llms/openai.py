@@ -20,6 +20,7 @@ import openai
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionChunk,
+    ChatCompletionContentPartParam,
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageFunctionToolCallParam,
     ChatCompletionMessageParam,
@@ -52,6 +53,7 @@ from agent_core.llms.base import (
     ToolSpec,
     Usage,
 )
+from agent_core.llms.content import ImagePart
 from agent_core.llms.pricing import PriceTable
 
 __all__ = ["OPENAI_COMPATIBLE_PRESETS", "RAW_ARGUMENTS_KEY", "OpenAILLM"]
@@ -257,9 +259,20 @@ def _wire_message(message: ChatMessage) -> ChatCompletionMessageParam:
         if message.name:
             return {"role": "system", "content": message.content, "name": message.name}
         return {"role": "system", "content": message.content}
+    content = _wire_parts(message) if message.images else message.content
     if message.name:
-        return {"role": "user", "content": message.content, "name": message.name}
-    return {"role": "user", "content": message.content}
+        return {"role": "user", "content": content, "name": message.name}
+    return {"role": "user", "content": content}
+
+
+def _wire_parts(message: ChatMessage) -> list[ChatCompletionContentPartParam]:
+    # An image goes as a data URL: the API fetches nothing, and the task's record is the image.
+    return [
+        {"type": "image_url", "image_url": {"url": part.data_url}}
+        if isinstance(part, ImagePart)
+        else {"type": "text", "text": part.text}
+        for part in message.parts
+    ]
 
 
 def _wire_assistant(message: ChatMessage) -> ChatCompletionMessageParam:

@@ -4,6 +4,7 @@ from agent_core.workers._plan import Plan, PlanError, PlanItem, parse_plan
 from agent_core.workers.base import BaseAgentWorker
 from agent_core.workers.custom import CustomSimpleAgentWorker
 from agent_core.workers.function_calling import FunctionCallingAgentWorker
+from agent_core.workers.multimodal_react import MultimodalReActAgentWorker
 from agent_core.workers.planner import PlannerAgentWorker, SubAgent
 from agent_core.workers.react import ReActAgentWorker
 
@@ -11,6 +12,7 @@ __all__ = [
     "BaseAgentWorker",
     "CustomSimpleAgentWorker",
     "FunctionCallingAgentWorker",
+    "MultimodalReActAgentWorker",
     "Plan",
     "PlanError",
     "PlanItem",
