@@ -213,6 +213,12 @@ def _tasks_router(cp: ControlPlaneServer) -> APIRouter:
         cp.state.get_task(task_id)
         return cp.state.hops(task_id)
 
+    @router.get("/tasks/{task_id}/orchestrator", summary="What the orchestrator keeps for the task")
+    def get_orchestrator_state(task_id: str) -> dict[str, Any]:
+        """The orchestrator's state: for `AgentOrchestrator`, the conversation its model saw."""
+        cp.state.get_task(task_id)
+        return cp.state.orchestrator_state(task_id)
+
     @router.get("/hops/pending", tags=["step mode"], summary="Hops waiting for a person")
     def pending_hops() -> list[HopRecord]:
         return cp.state.pending_hops()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from agent_core.llms import ScriptedLLM
@@ -141,7 +142,10 @@ def test_a_person_steps_a_task_over_http():
         client.edit_hop(task_id, hop.hop_id, input="hello there")
         result = client.wait_for_result(task_id, timeout=10)
         hops = client.get_hops(task_id)
+        seen = httpx.get(f"{url}/tasks/{task_id}/orchestrator").json()["messages"]
 
     assert result.result == "Done."
     assert french_saw == ["hello there"]
     assert [(h.proposed_input, h.input, h.edited) for h in hops] == [("hello", "hello there", True)]
+    assert [m["role"] for m in seen] == ["system", "user", "assistant", "tool", "assistant"]
+    assert seen[-1]["content"] == "Done."
