@@ -27,7 +27,7 @@ from agent_services.messages import (
     TaskDefinition,
     TaskResult,
 )
-from agent_services.records import ServiceKind
+from agent_services.records import ServiceKind, ServiceRecord
 
 __all__ = ["REPLY_TO", "BaseService", "HopRequest"]
 
@@ -125,7 +125,9 @@ class BaseService(ABC):
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
 
-    async def register_to_control_plane(self, control_plane_url: str, *, token: str | None = None):
+    async def register_to_control_plane(
+        self, control_plane_url: str, *, token: str | None = None
+    ) -> ServiceRecord:
         """Register with a control plane over HTTP (for a service in its own process)."""
         from agent_services.client import AsyncServicesClient
 
