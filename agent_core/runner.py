@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
-from agent_core import _undo
+from agent_core import _telemetry_hooks, _undo
 from agent_core._claims import (
     CLAIM_PERSIST_DELAY_S,
     IN_FLIGHT,
@@ -306,6 +306,7 @@ class AgentRunner:
         with self._lock(task_id):
             self.store.delete_task(task_id)
             self.state.task_dict.pop(task_id, None)
+        _telemetry_hooks.task_deleted(task_id)
         if state is not None and not state.task.imported:
             try:
                 delete_workspace(state.task)
@@ -319,6 +320,7 @@ class AgentRunner:
             self._check_active(state, "be abandoned")
             state.task.status = TaskStatus.ABANDONED
             self._commit(state, TaskChange(state=state, base_version=state.version))
+            _telemetry_hooks.task_event(state, "task_abandoned", end=True)
         return state.task
 
     def reset(self) -> None:
@@ -545,6 +547,7 @@ class AgentRunner:
                 run.record(_end_event(step.step_id, output, error))
             run.finish(output, error)
 
+    @_telemetry_hooks.traced_step
     async def _work(
         self, state: TaskState, step: TaskStep, kwargs: dict[str, Any], run: StepRun
     ) -> TaskStepOutput:
@@ -955,6 +958,7 @@ class AgentRunner:
                 memory=_memory_write(snapshot, state.task.memory),
             )
             self._commit(state, change)
+            _telemetry_hooks.task_event(state, "feedback", step=step, text=text)
         return step
 
     def undo_step(self, task_id: str, *, steps: int = 1) -> TaskStep:
@@ -991,6 +995,7 @@ class AgentRunner:
             if state.task.status is TaskStatus.FAILED:
                 state.task.status = TaskStatus.ACTIVE
             self._commit(state, change)
+            _telemetry_hooks.task_event(state, "step_undone", step=undone)
         if state.queue:
             return state.steps[state.queue[0]]
         return state.steps[state.completed[-1]] if state.completed else undone
@@ -1030,6 +1035,7 @@ class AgentRunner:
             self.memory.put_messages(messages)
         state.task.status = TaskStatus.COMPLETED
         self._commit(state, TaskChange(state=state, base_version=state.version))
+        _telemetry_hooks.task_event(state, "task_finalized", end=True)
 
     @runs_on_runtime
     async def achat(self, message: str, **kwargs: Any) -> AgentChatResponse:

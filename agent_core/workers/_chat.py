@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from agent_core._telemetry_hooks import traced_chat
 from agent_core.effects import current_step
 from agent_core.errors import LLMError
 from agent_core.events import EventSink, TokenDeltaEvent
@@ -13,6 +14,7 @@ from agent_core.types import TaskStep
 __all__ = ["step_chat"]
 
 
+@traced_chat
 async def step_chat(
     llm: LLM,
     messages: list[ChatMessage],

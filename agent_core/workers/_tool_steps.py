@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent_core._telemetry_hooks import traced_tool_call
 from agent_core.breakpoints import HOLD_TOOL
 from agent_core.errors import UserError
 from agent_core.events import EventSink, ToolCallFinishedEvent, ToolCallStartedEvent
@@ -156,6 +157,7 @@ def unknown_tool_output(call: ToolStepCall, tools: Mapping[str, BaseTool]) -> To
     )
 
 
+@traced_tool_call
 async def call_tool(
     tool: BaseTool,
     args: dict[str, Any],
