@@ -5,15 +5,25 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import BaseModel
+
 from agent_core.errors import WorkerStateError
 from agent_core.types import short_id
 
 __all__ = ["dump_state", "merge_state"]
 
 
+def _as_json(value: object) -> Any:
+    # LlamaIndex workers keep pydantic objects in their state (a `ToolOutput` in "sources"):
+    # stored as their JSON, they come back as dicts on the next step.
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def _serialisable(value: Any) -> bool:
     try:
-        json.dumps(value, allow_nan=False)
+        json.dumps(value, allow_nan=False, default=_as_json)
     except (TypeError, ValueError):
         return False
     return True
@@ -22,7 +32,7 @@ def _serialisable(value: Any) -> bool:
 def dump_state(extra_state: dict[str, Any], *, task_id: str, step_id: str) -> str:
     """`extra_state` as JSON, or `WorkerStateError` naming the keys that cannot be stored."""
     try:
-        return json.dumps(extra_state, separators=(",", ":"), allow_nan=False)
+        return json.dumps(extra_state, separators=(",", ":"), allow_nan=False, default=_as_json)
     except (TypeError, ValueError) as exc:
         bad = [key for key, value in extra_state.items() if not _serialisable(value)]
         raise WorkerStateError(

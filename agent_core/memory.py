@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr
 
@@ -54,6 +55,22 @@ class ChatMemoryBuffer(BaseModel):
 
     # Prefix sums of message tokens, so `get()` finds its window by bisection, not a scan.
     _cumulative: list[int] = PrivateAttr(default_factory=list)
+
+    @classmethod
+    def from_defaults(
+        cls,
+        chat_history: Sequence[ChatMessage] | None = None,
+        token_limit: int | None = None,
+        **kwargs: Any,
+    ) -> ChatMemoryBuffer:
+        """A buffer holding `chat_history`, as LlamaIndex builds one.
+
+        LlamaIndex's other keywords (`llm`, `tokenizer_fn`, ...) are accepted and unused:
+        tokens are estimated from characters here.
+        """
+        return cls(
+            messages=list(chat_history or []), token_limit=token_limit or DEFAULT_TOKEN_LIMIT
+        )
 
     def model_post_init(self, _context: object) -> None:  # noqa: D102 - pydantic hook
         self._reindex()

@@ -67,7 +67,7 @@ class ParallelAgentRunner(AgentRunner):
 
         async def run_one(step_id: str) -> TaskStepOutput:
             async with limit:
-                return await self.arun_step(task_id, step_id)
+                return await self.arun_step(task_id, step_id=step_id)
 
         step_ids = self._ready_step_ids(task_id)
         results = await asyncio.gather(*map(run_one, step_ids), return_exceptions=True)

@@ -27,6 +27,13 @@ from agent_core._claims import (
     claim_is_stale,
     new_claim_owner,
 )
+from agent_core._llamaindex_compat import (
+    LlamaIndexRunnerAPI,
+    extra_sources,
+    replace_history,
+    resolve_step,
+    use_chat_history,
+)
 from agent_core._nesting import MAX_NESTING, too_deep
 from agent_core._queue import (
     adopt_next_steps,
@@ -59,7 +66,7 @@ from agent_core.events import (
     StepFailedEvent,
     StepStartedEvent,
 )
-from agent_core.llms.base import ChatMessage
+from agent_core.llms.base import LLM, ChatMessage
 from agent_core.memory import DEFAULT_TOKEN_LIMIT, ChatMemoryBuffer
 from agent_core.step_runs import LIVE_RUNS, STOPPED_BY_YOU, StepRun
 from agent_core.store.base import MemoryWrite, Store, TaskChange, TaskSummary
@@ -92,7 +99,7 @@ _FAIL_COMMIT_TRIES = 3
 _RUNNABLE = (StepStatus.UPCOMING, StepStatus.FAILED, StepStatus.RUNNING)
 
 
-class AgentRunner:
+class AgentRunner(LlamaIndexRunnerAPI):
     """Runs a worker's tasks step by step: LlamaIndex's `AgentRunner` API plus undo and more.
 
     Beyond LlamaIndex: exact undo, steering (edit a step's input), human feedback,
@@ -110,6 +117,12 @@ class AgentRunner:
         delete_task_on_finish: Delete a task from the store once finalized.
         spec: The serialised `AgentSpec` this runner was built from; every task records it,
             so a restarted app can rebuild the worker for an active task.
+        chat_history: LlamaIndex's: the conversation to start from (replaces the stored one).
+        llm: LlamaIndex's: kept as `self.llm` (the worker's model when not given).
+        init_task_state_kwargs: LlamaIndex's: the `extra_state` every new task starts with.
+        default_tool_choice: LlamaIndex's: passed to every step as `tool_choice`.
+        verbose: LlamaIndex's; accepted: every step is recorded, `stream_step` shows it live.
+        callback_manager: LlamaIndex's; accepted and unused (see `stream_step` events).
     """
 
     def __init__(
@@ -122,6 +135,12 @@ class AgentRunner:
         max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
         delete_task_on_finish: bool = False,
         spec: dict[str, Any] | None = None,
+        chat_history: list[ChatMessage] | None = None,
+        llm: LLM | None = None,
+        init_task_state_kwargs: dict[str, Any] | None = None,
+        default_tool_choice: str | dict[str, Any] | None = None,
+        verbose: bool = False,
+        callback_manager: object = None,
     ) -> None:
         self.agent_worker = agent_worker
         self.store: Store = store if store is not None else InMemoryStore()
@@ -137,6 +156,12 @@ class AgentRunner:
         self._owner = new_claim_owner()
         self._locks: dict[str, threading.RLock] = {}
         self._locks_guard = threading.Lock()
+        self.llm = llm if llm is not None else getattr(agent_worker, "llm", None)
+        self.init_task_state_kwargs = dict(init_task_state_kwargs or {})
+        self.default_tool_choice = default_tool_choice
+        self.verbose, self.callback_manager = verbose, callback_manager
+        if chat_history is not None:
+            replace_history(self, chat_history)
 
     # ----------------------------------------------------------------- state and storage
 
@@ -243,7 +268,7 @@ class AgentRunner:
                 token_limit=self.memory.token_limit or DEFAULT_TOKEN_LIMIT,
             ),
             history_length=len(self.memory),
-            extra_state=kwargs.pop("extra_state", None) or {},
+            extra_state={**self.init_task_state_kwargs, **(kwargs.pop("extra_state", None) or {})},
             spec=kwargs.pop("spec", self.spec),
         )
         step = self.agent_worker.initialize_step(task, **kwargs)
@@ -328,7 +353,7 @@ class AgentRunner:
         self.memory.reset()
         if self.conversation_id is not None:
             self.store.write_conversation(self.conversation_id, MemoryWrite(keep=0))
-        self.state = AgentState()
+        self.state = type(self.state)()
 
     # ------------------------------------------------------------------------ steps
 
@@ -698,26 +723,38 @@ class AgentRunner:
     async def arun_step(
         self,
         task_id: str,
-        step_id: str | None = None,
         input: StepInput = None,
+        step: TaskStep | str | None = None,
+        *,
+        step_id: str | None = None,
         **kwargs: Any,
     ) -> TaskStepOutput:
-        """Run the next ready step (or `step_id`), with `input` replacing its input if given.
+        """Run the next ready step (or `step`), with `input` replacing its input if given.
 
+        LlamaIndex's order: `step` is a `TaskStep` or a step id (`step_id=` says the same).
         A step that fails is recorded as `failed` with its error, raises `StepError`, and
         stays in the queue to be edited and retried; nothing already completed changes.
         """
-        return await self._arun_step(task_id, step_id, input, kwargs)
+        step_id, input = resolve_step(self._task_state(task_id), input, step, step_id)
+        return await self._arun_step(task_id, step_id, input, self._step_kwargs(kwargs))
 
     def run_step(
         self,
         task_id: str,
-        step_id: str | None = None,
         input: StepInput = None,
+        step: TaskStep | str | None = None,
+        *,
+        step_id: str | None = None,
         **kwargs: Any,
     ) -> TaskStepOutput:
         """Sync twin of `arun_step`."""
-        return run_sync(self.arun_step(task_id, step_id, input, **kwargs), name="run_step")
+        coro = self.arun_step(task_id, input, step, step_id=step_id, **kwargs)
+        return run_sync(coro, name="run_step")
+
+    def _step_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self.default_tool_choice is None or "tool_choice" in kwargs:
+            return kwargs
+        return {**kwargs, "tool_choice": self.default_tool_choice}
 
     @runs_on_runtime
     async def astart_step(
@@ -780,8 +817,10 @@ class AgentRunner:
     async def astream_step(
         self,
         task_id: str,
-        step_id: str | None = None,
         input: StepInput = None,
+        step: TaskStep | str | None = None,
+        *,
+        step_id: str | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[StepEvent]:
         """Run one step like `arun_step`, yielding its events as they happen.
@@ -789,7 +828,8 @@ class AgentRunner:
         The last event is `StepCompletedEvent`; a failure yields `StepFailedEvent` and then
         raises `StepError`. A consumer that stops early leaves the step running to its end.
         """
-        run = await self.astart_step(task_id, step_id, input, **kwargs)
+        step_id, input = resolve_step(self._task_state(task_id), input, step, step_id)
+        run = await self.astart_step(task_id, step_id, input, **self._step_kwargs(kwargs))
         async for event in run.awatch():
             yield event
         run.result()  # Raises the step's error after its `step_failed` event.
@@ -797,12 +837,15 @@ class AgentRunner:
     def stream_step(
         self,
         task_id: str,
-        step_id: str | None = None,
         input: StepInput = None,
+        step: TaskStep | str | None = None,
+        *,
+        step_id: str | None = None,
         **kwargs: Any,
     ) -> Iterator[StepEvent]:
         """Sync twin of `astream_step`."""
-        run = self.start_step(task_id, step_id, input, **kwargs)
+        step_id, input = resolve_step(self._task_state(task_id), input, step, step_id)
+        run = self.start_step(task_id, step_id, input, **self._step_kwargs(kwargs))
         yield from run.watch()
         run.result()
 
@@ -1002,8 +1045,13 @@ class AgentRunner:
 
     # ----------------------------------------------------------------- finishing
 
-    def finalize_response(self, task_id: str, **kwargs: Any) -> AgentChatResponse:
-        """Finish a task whose last step ran: merge it into the shared conversation."""
+    def finalize_response(
+        self, task_id: str, step_output: TaskStepOutput | None = None, **kwargs: Any
+    ) -> AgentChatResponse:
+        """Finish a task whose last step ran: merge it into the shared conversation.
+
+        `step_output` is LlamaIndex's argument, accepted: the task's last output is used.
+        """
         state = self._task_state(task_id)
         with self._lock(task_id):
             last = state.last_output
@@ -1020,7 +1068,7 @@ class AgentRunner:
                 self._merge_into_conversation(state, **kwargs)
             response = AgentChatResponse(
                 response="" if last.output is None else str(last.output),
-                sources=_sources(state.completed_steps),
+                sources=[*_sources(state.completed_steps), *extra_sources(state.task)],
                 task_id=task_id,
             )
         if self.delete_task_on_finish:
@@ -1029,6 +1077,8 @@ class AgentRunner:
 
     def _merge_into_conversation(self, state: TaskState, **kwargs: Any) -> None:
         messages = self.agent_worker.finalize_task(state.task, **kwargs)
+        if messages is None:  # LlamaIndex's contract: the worker merged nothing itself.
+            messages = BaseAgentWorker.finalize_task(self.agent_worker, state.task)
         if self.conversation_id is not None:
             keep = len(self.memory)
             self.store.write_conversation(self.conversation_id, MemoryWrite(keep, list(messages)))
@@ -1039,7 +1089,11 @@ class AgentRunner:
 
     @runs_on_runtime
     async def achat(self, message: str, **kwargs: Any) -> AgentChatResponse:
-        """Create a task, run it to its last step (approving tool calls), and finalize it."""
+        """Create a task, run it to its last step (approving tool calls), and finalize it.
+
+        LlamaIndex's `chat_history=` replaces the conversation first; `tool_choice=` is taken.
+        """
+        use_chat_history(self, kwargs)
         task = self.create_task(message, **kwargs)
         while True:
             output = await self.arun_step(task.task_id)

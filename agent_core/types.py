@@ -159,20 +159,24 @@ class TaskStep(BaseModel):
 
     def get_next_step(
         self,
-        *,
+        step_id: str | None = None,
         input: StepInput = None,
-        kind: StepKind = StepKind.LLM,
         step_state: dict[str, Any] | None = None,
+        *,
+        kind: StepKind = StepKind.LLM,
         depends_on: list[str] | None = None,
         needs_approval: bool = False,
         continues: bool = False,
     ) -> TaskStep:
         """A new step that follows this one on the same branch.
 
-        `continues=True` makes it carry this step on: what waits for this step waits for it.
+        The first three parameters are LlamaIndex's, in its order; `step_id` defaults to a
+        fresh id. `continues=True` makes the step carry this one on: what waits for this
+        step waits for it.
         """
         return TaskStep(
             task_id=self.task_id,
+            step_id=step_id or new_id(),
             input=input,
             kind=kind,
             needs_approval=needs_approval,
@@ -182,6 +186,13 @@ class TaskStep(BaseModel):
             depends_on=depends_on or [],
             branch_id=self.branch_id,
         )
+
+    def link_step(self, next_step: TaskStep) -> None:
+        """Record that `next_step` follows this one (by id, both ways), as LlamaIndex's does."""
+        if next_step.step_id not in self.next_step_ids:
+            self.next_step_ids.append(next_step.step_id)
+        if self.step_id not in next_step.prev_step_ids:
+            next_step.prev_step_ids.append(self.step_id)
 
     def set_input(self, value: StepInput) -> None:
         """Give the step a person's input, remembering what the worker proposed."""
@@ -207,6 +218,10 @@ class ToolOutput(BaseModel):
     call_id: str = ""
     rejected: bool = False
     """A person refused the call, so it never ran (`content` holds their reason)."""
+    raw_input: dict[str, Any] = Field(default_factory=dict)
+    """LlamaIndex's name for the call's input; Stepwise's tools fill `args` and leave it empty."""
+    raw_output: Any = None
+    """LlamaIndex's name for what the tool returned, when a worker records it (JSON only)."""
 
     def __str__(self) -> str:
         return self.content

@@ -6,6 +6,7 @@ Messages are frozen so that a memory snapshot can share them instead of copying 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -19,6 +20,7 @@ __all__ = [
     "ChatMessage",
     "ChatResponse",
     "ChatStreamEvent",
+    "MessageRole",
     "Role",
     "ToolCall",
     "ToolSpec",
@@ -26,6 +28,16 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+
+class MessageRole(StrEnum):
+    """A message's role by name, as LlamaIndex spells it; each member equals its `Role` string."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
 
 RAW_TOOL_ARGUMENTS = "__raw_arguments__"
 _TOO_DEEP = (

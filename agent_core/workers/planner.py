@@ -309,7 +309,7 @@ class PlannerAgentWorker(BaseAgentWorker):
             )
         else:
             edited = step.input if step.edited else None
-            output = await runner.arun_step(sub_task.task_id, sub_step_id, edited)
+            output = await runner.arun_step(sub_task.task_id, edited, step_id=sub_step_id)
         sub_task.save(task, item_id)
         return TaskStepOutput(output=output.output, task_step=step, tool_calls=output.tool_calls)
 

@@ -102,7 +102,7 @@ def test_two_calls_in_one_reply_become_two_tool_steps_and_a_waiting_llm_step(too
     assert waiting.depends_on == [mul.step_id, add.step_id] and waiting.input is None
     assert first.task_step.next_step_ids == [mul.step_id, add.step_id, waiting.step_id]
     with pytest.raises(NotReadyError, match="waits for steps"):
-        agent.run_step(task.task_id, waiting.step_id)
+        agent.run_step(task.task_id, step_id=waiting.step_id)
     graph = build_dag(agent.get_task_state(task.task_id))
     fan_out = {(first.task_step.step_id, mul.step_id), (first.task_step.step_id, add.step_id)}
     fan_in = {(mul.step_id, waiting.step_id), (add.step_id, waiting.step_id)}
@@ -187,11 +187,11 @@ def test_edited_args_run_and_the_model_reads_that_a_person_changed_them(tools):
     mul, add, _ = agent.get_upcoming_steps(task.task_id)
     # The person's edit leaves out the call id; the model's id is kept.
     out = agent.run_step(
-        task.task_id, mul.step_id, input={"tool": "multiply", "args": {"a": 120, "b": 3}}
+        task.task_id, step_id=mul.step_id, input={"tool": "multiply", "args": {"a": 120, "b": 3}}
     )
     assert CALLS == [("multiply", 120, 3)]
     assert out.output == '(The user changed this call to multiply with {"a": 120, "b": 3}.) 360'
-    agent.run_step(task.task_id, add.step_id)
+    agent.run_step(task.task_id, step_id=add.step_id)
     agent.run_step(task.task_id)
     results = tool_messages(llm.requests[-1])
     assert results["c1"].startswith("(The user changed this call") and results["c2"] == "3"
@@ -204,7 +204,7 @@ def test_a_rejected_call_does_not_run_and_the_model_reads_why(tools):
     mul, add, _ = agent.get_upcoming_steps(task.task_id)
     rejected = agent.reject_step(task.task_id, mul.step_id, message="Too big; just add.")
     assert rejected.tool_calls[0].is_error
-    agent.run_step(task.task_id, add.step_id)
+    agent.run_step(task.task_id, step_id=add.step_id)
     agent.run_step(task.task_id)
     assert CALLS == [("add", 1, 2)]
     assert tool_messages(llm.requests[-1]) == {
@@ -232,10 +232,10 @@ def test_a_malformed_edit_fails_the_tool_step_and_can_be_fixed(tools):
     agent.run_step(task.task_id)
     call = agent.get_upcoming_steps(task.task_id)[0]
     with pytest.raises(StepError, match=re.escape('must be a JSON object {"tool"')):
-        agent.run_step(task.task_id, call.step_id, input="multiply 121 by 3")
+        agent.run_step(task.task_id, step_id=call.step_id, input="multiply 121 by 3")
     assert agent.get_step(task.task_id, call.step_id).status is StepStatus.FAILED
     fixed = '{"tool": "multiply", "args": {"a": 121, "b": 3}}'
-    out = agent.run_step(task.task_id, call.step_id, input=fixed)
+    out = agent.run_step(task.task_id, step_id=call.step_id, input=fixed)
     assert out.tool_calls[0].call_id == "c1" and out.output.endswith("363")
 
 
@@ -273,7 +273,7 @@ def test_feedback_given_while_calls_wait_goes_after_their_results(tools):
     agent.run_step(task.task_id)
     agent.add_feedback(task.task_id, "Show your working.")
     for step in agent.get_upcoming_steps(task.task_id)[:2]:
-        agent.run_step(task.task_id, step.step_id)
+        agent.run_step(task.task_id, step_id=step.step_id)
     agent.run_step(task.task_id)
     request = llm.requests[-1]
     assert [m.role for m in request] == ["user", "assistant", "tool", "tool", "user"]

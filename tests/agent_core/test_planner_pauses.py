@@ -84,7 +84,9 @@ def test_an_edited_sub_agent_call_runs_as_edited():
     call = _call(runner, task_id)
 
     runner.run_step(
-        task_id, call.step_id, {"tool": "write_note", "args": {"name": "m.txt", "text": "hi"}}
+        task_id,
+        step_id=call.step_id,
+        input={"tool": "write_note", "args": {"name": "m.txt", "text": "hi"}},
     )
 
     assert WRITES == [("m.txt", "hi")]

@@ -32,7 +32,7 @@ def test_the_preview_of_an_edited_input_is_what_the_run_sends(tools):
     step = agent.get_upcoming_steps(task_id)[0]
 
     preview = agent.preview_messages(task_id, step.step_id, "Use add, not sum")
-    agent.run_step(task_id, step.step_id, "Use add, not sum")
+    agent.run_step(task_id, "Use add, not sum", step_id=step.step_id)
 
     assert preview == llm.requests[-1]
     assert preview[-1].content == "Use add, not sum"
@@ -57,17 +57,17 @@ def test_an_edited_plan_step_previews_the_edited_request_as_sent(tools):
     plan_step = runner.get_upcoming_steps(task_id)[0]
 
     preview = runner.preview_messages(task_id, plan_step.step_id, "the edited request")
-    out = runner.run_step(task_id, plan_step.step_id, "the edited request")
+    out = runner.run_step(task_id, "the edited request", step_id=plan_step.step_id)
 
     assert preview == out.messages_sent == llm.requests[-1]
     assert preview[-1].content == "the edited request"
     delegate = next(s for s in runner.get_upcoming_steps(task_id) if s.kind is StepKind.DELEGATE)
     preview = runner.preview_messages(task_id, delegate.step_id)
-    runner.run_step(task_id, delegate.step_id)
+    runner.run_step(task_id, step_id=delegate.step_id)
     assert preview == llm.requests[-1]  # The sub-agent's prompt, as it was sent.
     final = runner.get_upcoming_steps(task_id)[0]
     preview = runner.preview_messages(task_id, final.step_id, "be brief")
-    assert runner.run_step(task_id, final.step_id, "be brief").messages_sent == preview
+    assert runner.run_step(task_id, "be brief", step_id=final.step_id).messages_sent == preview
 
 
 def test_prompts_are_stored_apart_and_read_back_after_a_restart(tools, tmp_path):

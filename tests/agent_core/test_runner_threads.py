@@ -314,7 +314,7 @@ def test_cancel_step_mid_stream_fails_the_step_keeps_the_rest_and_it_runs_again(
     assert server.wait_until(lambda: server.disconnects == 1)
     assert server.model_requests[-1].client_went_away  # The stream was closed, not drained.
 
-    again = runner.run_step(task_id, run.step_id)
+    again = runner.run_step(task_id, step_id=run.step_id)
 
     assert again.is_last and again.output == agents.final_output("Now quickly.")
     assert runner.get_step(task_id, run.step_id).status is StepStatus.COMPLETED

@@ -214,7 +214,7 @@ def test_stop_records_the_step_as_failed_keeps_the_rest_and_it_can_run_again() -
         run.result(timeout=5)
     assert len(agent.get_completed_steps(task_id)) == 1
     model.gate.set()
-    assert agent.run_step(task_id, run.step_id).is_last
+    assert agent.run_step(task_id, step_id=run.step_id).is_last
 
 
 def test_stopping_a_step_that_is_not_running_says_so() -> None:

@@ -134,7 +134,7 @@ def test_running_a_completed_step_calls_it_by_its_number() -> None:
     runner = react_runner([ADD])
     task = runner.create_task("add")
     first = runner.run_step(task.task_id).task_step.step_id
-    error = error_of(lambda: runner.run_step(task.task_id, first))
+    error = error_of(lambda: runner.run_step(task.task_id, step_id=first))
     text = describe(error, runner.get_task_state(task.task_id))
     assert_app_words(text)
     assert text.startswith("Step 1 ") and "Undo" in text
@@ -154,7 +154,7 @@ def test_a_step_waiting_for_others_names_them_by_what_they_do() -> None:
     task = runner.create_task("sum and product")
     runner.run_step(task.task_id)
     state = runner.get_task_state(task.task_id)
-    error = error_of(lambda: runner.run_step(task.task_id, state.queue[-1]))
+    error = error_of(lambda: runner.run_step(task.task_id, step_id=state.queue[-1]))
     text = describe(error, state)
     assert_app_words(text)
     assert "the add call and the multiply call" in text

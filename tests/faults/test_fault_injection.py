@@ -151,7 +151,7 @@ class FaultRun:
 
     def _retry(self) -> Outcome:
         failed = self.rng.choice(self.failed_steps(self.live()))
-        return [self.runner.run_step(self.task_id, failed)]
+        return [self.runner.run_step(self.task_id, step_id=failed)]
 
     def _valid_plan(self) -> str:
         """The plan the real demo model writes for the task, as a person would paste it."""
@@ -162,7 +162,7 @@ class FaultRun:
         state = self.live()
         [step_id] = [s for s in self.failed_steps(state) if state.steps[s].kind is StepKind.PLAN]
         proposed = state.steps[step_id].input
-        output = self.runner.run_step(self.task_id, step_id, input=self._valid_plan())
+        output = self.runner.run_step(self.task_id, step_id=step_id, input=self._valid_plan())
         step = self.load().steps[step_id]
         assert step.edited and step.proposed_input == proposed, "the proposal must be kept"
         return [output]
@@ -340,7 +340,7 @@ class FaultRun:
         state = self.live()
         for step_id in self.failed_steps(state):
             if state.is_ready(state.steps[step_id]):
-                self.perform(lambda s=step_id: [self.runner.run_step(self.task_id, s)])
+                self.perform(lambda s=step_id: [self.runner.run_step(self.task_id, step_id=s)])
         if self.live().completed:
             assert self.perform(self._undo)
             # Only a task that used up its iterations may fail here (checked in perform).

@@ -409,7 +409,7 @@ step_inputs = (
 def _run_edited(runner: AgentRunner, task_id: str, step_id: str, value: Any) -> None:
     """Run a step with a person's input: it completes, or fails typed and recorded."""
     try:
-        output = runner.run_step(task_id, step_id, input=value)
+        output = runner.run_step(task_id, step_id=step_id, input=value)
     except StepError as exc:
         assert isinstance(exc.__cause__, AgentCoreError), f"untyped failure: {exc!r}"
         step = _reload(runner, task_id).steps[step_id]
