@@ -238,7 +238,7 @@ def safe_url(url: str) -> str:
     except ValueError:
         return "[unparsable URL]"
     host = f"[{host}]" if ":" in host else host
-    return urlunsplit((parts.scheme, f"{host}{port}", parts.path, "", ""))
+    return urlunsplit((parts.scheme, f"{host}{port}", parts.path.rstrip("/"), "", ""))
 
 
 def _message(prefix: str, message: ChatMessage) -> dict[str, Any]:
