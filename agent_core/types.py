@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 from agent_core.effects import Effect
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.memory import ChatMemoryBuffer, MemorySnapshot
+from agent_core.pipeline import ComponentRun
 
 __all__ = [
     "DONE_STATUSES",
@@ -245,6 +246,9 @@ class TaskStepOutput(BaseModel):
     """The messages the step's model call got, exactly (empty when it called no model). Set
     on the output a run returns; stored apart, so `AgentRunner.get_messages_sent` reads it
     for any step later."""
+    components: list[ComponentRun] = Field(default_factory=list)
+    """Each pipeline component the step ran, with its inputs, output and latency
+    (`QueryPipelineAgentWorker`); empty for other workers."""
 
     def __str__(self) -> str:
         return str(self.output)

@@ -6,6 +6,7 @@ from agent_core.workers.custom import CustomSimpleAgentWorker
 from agent_core.workers.function_calling import FunctionCallingAgentWorker
 from agent_core.workers.multimodal_react import MultimodalReActAgentWorker
 from agent_core.workers.planner import PlannerAgentWorker, SubAgent
+from agent_core.workers.query_pipeline import PipelineReply, QueryPipelineAgentWorker
 from agent_core.workers.react import ReActAgentWorker
 
 __all__ = [
@@ -13,10 +14,12 @@ __all__ = [
     "CustomSimpleAgentWorker",
     "FunctionCallingAgentWorker",
     "MultimodalReActAgentWorker",
+    "PipelineReply",
     "Plan",
     "PlanError",
     "PlanItem",
     "PlannerAgentWorker",
+    "QueryPipelineAgentWorker",
     "ReActAgentWorker",
     "SubAgent",
     "parse_plan",
