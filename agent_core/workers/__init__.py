@@ -3,15 +3,19 @@
 from agent_core.workers._plan import Plan, PlanError, PlanItem, parse_plan
 from agent_core.workers.base import BaseAgentWorker
 from agent_core.workers.custom import CustomSimpleAgentWorker
+from agent_core.workers.fn import FnAgentWorker
 from agent_core.workers.function_calling import FunctionCallingAgentWorker
 from agent_core.workers.multimodal_react import MultimodalReActAgentWorker
 from agent_core.workers.planner import PlannerAgentWorker, SubAgent
 from agent_core.workers.query_pipeline import PipelineReply, QueryPipelineAgentWorker
 from agent_core.workers.react import ReActAgentWorker
+from agent_core.workers.react_formatter import ReActChatFormatter
+from agent_core.workers.react_output_parser import ReActOutputParser
 
 __all__ = [
     "BaseAgentWorker",
     "CustomSimpleAgentWorker",
+    "FnAgentWorker",
     "FunctionCallingAgentWorker",
     "MultimodalReActAgentWorker",
     "PipelineReply",
@@ -21,6 +25,8 @@ __all__ = [
     "PlannerAgentWorker",
     "QueryPipelineAgentWorker",
     "ReActAgentWorker",
+    "ReActChatFormatter",
+    "ReActOutputParser",
     "SubAgent",
     "parse_plan",
 ]

@@ -18,7 +18,15 @@ from pydantic import BaseModel
 from agent_core._nesting import MAX_NESTING, too_deep
 from agent_core.llms.base import ToolSpec
 
-__all__ = ["ReActAction", "ReActAnswer", "ReActParseError", "parse_react_output", "system_prompt"]
+__all__ = [
+    "ReActAction",
+    "ReActAnswer",
+    "ReActParseError",
+    "parse_react_output",
+    "split_action",
+    "split_answer",
+    "system_prompt",
+]
 
 # Line starts take only spaces and tabs before the keyword: with `\s*`, every line of a run of
 # blank lines would rescan the rest of the run, quadratic in its length (40,000 newlines: 39 s).
@@ -28,6 +36,8 @@ _ANSWER = re.compile(r"^[ \t]*(?:Final[ \t]+)?Answer[ \t]*:[ \t]*", re.MULTILINE
 _THOUGHT = re.compile(r"^\s*Thought\s*:[ \t]*", re.IGNORECASE)
 
 _SPACES = re.compile(r"\s*")
+# The tool's name is the Action line's first word: models add notes ("add (add two numbers)").
+_TOOL_NAME = re.compile(r"[^\s()]+")
 _DECODER = json.JSONDecoder()
 
 FORMAT_REMINDER = (
@@ -111,6 +121,23 @@ def _strip_trailing_commas(text: str) -> str:
     return "".join(char for i, char in enumerate(text) if i not in drop)
 
 
+def _strip_comments(text: str) -> str:
+    """`text` without its `/* ... */` comments outside strings.
+
+    Models annotate their JSON; LlamaIndex's parser tolerates it, so Stepwise's does too.
+    """
+    code = set(_code_positions(text))
+    out, i = [], 0
+    while i < len(text):
+        if i in code and text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = len(text) if end < 0 else end + 2
+            continue
+        out.append(text[i])
+        i += 1
+    return "".join(out)
+
+
 def _bounded(args: dict[str, Any]) -> dict[str, Any]:
     """`args`, unless nested too deep to store and load again: then an error the model reads."""
     if too_deep(args):
@@ -133,6 +160,8 @@ def parse_action_input(raw: str) -> dict[str, Any]:
         if isinstance(value, dict):
             return _bounded(value)
     candidate = _json_object_at(raw)
+    if "/*" in candidate:
+        candidate = _strip_comments(candidate)
     attempts = (
         lambda: json.loads(candidate),
         lambda: json.loads(_strip_trailing_commas(candidate)),
@@ -150,26 +179,39 @@ def parse_action_input(raw: str) -> dict[str, Any]:
     )
 
 
+def split_action(text: str) -> tuple[str, str, str] | None:
+    """A reply's thought, tool name and raw Action Input text; None if it has no Action line."""
+    action = _ACTION.search(text)
+    if action is None:
+        return None
+    named = _TOOL_NAME.match(action.group("tool").strip().strip("`'\""))
+    if named is None:
+        raise ReActParseError("The Action line names no tool. " + FORMAT_REMINDER)
+    tool = named.group().strip("`'\"")
+    after = text[action.end() :]
+    action_input = _ACTION_INPUT.search(after)
+    if action_input is None:
+        raise ReActParseError(f"Action {tool!r} has no 'Action Input:' line. " + FORMAT_REMINDER)
+    return _thought_before(text, action.start()), tool, after[action_input.end() :]
+
+
+def split_answer(text: str) -> tuple[str, str] | None:
+    """A reply's thought and answer; None if it has no Answer line."""
+    answer = _ANSWER.search(text)
+    if answer is None:
+        return None
+    return _thought_before(text, answer.start()), text[answer.end() :].strip()
+
+
 def parse_react_output(text: str) -> ReActAction | ReActAnswer:
     """Parse one model reply in the ReAct format."""
-    action = _ACTION.search(text)
+    action = split_action(text)
     if action is not None:
-        tool = action.group("tool").strip().strip("`'\"")
-        if not tool:
-            raise ReActParseError("The Action line names no tool. " + FORMAT_REMINDER)
-        after = text[action.end() :]
-        action_input = _ACTION_INPUT.search(after)
-        if action_input is None:
-            raise ReActParseError(
-                f"Action {tool!r} has no 'Action Input:' line. " + FORMAT_REMINDER
-            )
-        args = parse_action_input(after[action_input.end() :])
-        return ReActAction(thought=_thought_before(text, action.start()), tool=tool, args=args)
-    answer = _ANSWER.search(text)
+        thought, tool, raw_input = action
+        return ReActAction(thought=thought, tool=tool, args=parse_action_input(raw_input))
+    answer = split_answer(text)
     if answer is not None:
-        return ReActAnswer(
-            thought=_thought_before(text, answer.start()), answer=text[answer.end() :].strip()
-        )
+        return ReActAnswer(thought=answer[0], answer=answer[1])
     return ReActAnswer(thought="", answer=_THOUGHT.sub("", text.strip(), count=1).strip())
 
 

@@ -22,25 +22,36 @@ from agent_core._tokens import estimate_tokens
 from agent_core.events import EventSink
 from agent_core.llms.base import LLM, ChatMessage, ToolCall, ToolSpec
 from agent_core.tools.base import BaseTool
-from agent_core.types import StepKind, Task, TaskStep, TaskStepOutput
+from agent_core.types import StepKind, Task, TaskStep, TaskStepOutput, ToolOutput
 from agent_core.workers._tool_steps import (
+    ToolStepCall,
     call_step,
     edit_note,
     queues_call,
     run_tool_step_call,
     tool_call_of,
     tool_step_input,
+    unknown_tool_output,
 )
 from agent_core.workers._tool_worker import DEFAULT_MAX_ITERATIONS, ToolCallingWorker
 
-__all__ = ["MAX_CALLS_PER_REPLY", "FunctionCallingAgentWorker"]
+__all__ = [
+    "MAX_CALLS_PER_REPLY",
+    "FunctionCallingAgentWorker",
+    "build_missing_tool_message",
+    "build_missing_tool_output",
+    "get_function_by_name",
+]
 
 MAX_CALLS_PER_REPLY = 32
 """Tool calls of one reply that become steps; the model is told the rest did not run."""
-_TOO_MANY = (
-    f"Error: this call did not run: one reply may make at most {MAX_CALLS_PER_REPLY} tool "
-    "calls. Make the remaining calls in your next reply."
-)
+
+
+def _too_many(limit: int) -> str:
+    return (
+        f"Error: this call did not run: one reply may make at most {limit} tool "
+        f"call{'' if limit == 1 else 's'}. Make the remaining calls in your next reply."
+    )
 
 
 class FunctionCallingAgentWorker(ToolCallingWorker):
@@ -52,6 +63,11 @@ class FunctionCallingAgentWorker(ToolCallingWorker):
         tool_approval: Make every tool step wait for a person's approval.
         max_iterations: Reasoning steps allowed before the task fails with a clear error.
         system_prompt: A system message sent before the conversation, if given.
+        prefix_messages: Messages sent before the conversation (after `system_prompt`).
+        max_function_calls: LlamaIndex's bound; sets `max_iterations` when given.
+        allow_parallel_tool_calls: False runs one call per reply; the model is told the
+            others did not run, and makes them in its next reply.
+        verbose: Accepted for LlamaIndex code; every step is recorded and shown instead.
     """
 
     _worker_name = "FunctionCallingAgentWorker"
@@ -60,15 +76,25 @@ class FunctionCallingAgentWorker(ToolCallingWorker):
         self,
         tools: Sequence[BaseTool],
         llm: LLM,
+        prefix_messages: Sequence[ChatMessage] | None = None,
         *,
         tool_approval: bool = False,
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
         system_prompt: str | None = None,
+        max_function_calls: int | None = None,
+        allow_parallel_tool_calls: bool = True,
+        verbose: bool = False,
     ) -> None:
+        if max_function_calls is not None:
+            max_iterations = max_function_calls
         super().__init__(tools, llm, max_iterations=max_iterations, tool_approval=tool_approval)
-        self._system = (
-            None if system_prompt is None else ChatMessage(role="system", content=system_prompt)
+        system = (
+            [] if system_prompt is None else [ChatMessage(role="system", content=system_prompt)]
         )
+        self._prefix = [*system, *(prefix_messages or [])]
+        self._prefix_tokens = sum(estimate_tokens(m.content) for m in self._prefix)
+        self._calls_per_reply = MAX_CALLS_PER_REPLY if allow_parallel_tool_calls else 1
+        self.verbose = verbose
         self._specs: list[ToolSpec] = [tool.metadata.to_spec() for tool in tools]
 
     @classmethod
@@ -80,23 +106,29 @@ class FunctionCallingAgentWorker(ToolCallingWorker):
         tool_approval: bool = False,
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
         system_prompt: str | None = None,
+        **llamaindex_options: Any,
     ) -> FunctionCallingAgentWorker:
-        """Build the worker from tools and a model, as in LlamaIndex."""
+        """Build the worker from tools and a model, as in LlamaIndex.
+
+        `llamaindex_options` are the constructor's LlamaIndex keywords (`prefix_messages`,
+        `max_function_calls`, `allow_parallel_tool_calls`, `verbose`) and `callback_manager`,
+        accepted and unused.
+        """
         llm = cls._from_tools_llm(llm)
+        llamaindex_options.pop("callback_manager", None)
         return cls(
             list(tools or []),
             llm,
             tool_approval=tool_approval,
             max_iterations=max_iterations,
             system_prompt=system_prompt,
+            **llamaindex_options,
         )
 
     def preview_messages(self, task: Task) -> list[ChatMessage]:
-        """The system prompt and the memory the next reasoning step would send."""
-        if self._system is None:
-            return _results_after_calls(task.memory.get())
-        used = estimate_tokens(self._system.content)
-        return [self._system, *_results_after_calls(task.memory.get(used))]
+        """The system prompt, prefix messages and memory the next reasoning step would send."""
+        history = _results_after_calls(task.memory.get(self._prefix_tokens))
+        return [*self._prefix, *history] if self._prefix else history
 
     async def _run_reasoning_step(
         self, step: TaskStep, task: Task, emit: EventSink | None, kwargs: dict[str, Any]
@@ -109,10 +141,15 @@ class FunctionCallingAgentWorker(ToolCallingWorker):
             return TaskStepOutput(
                 output=response.text, task_step=step, is_last=True, usage=response.usage
             )
-        calls, extra = calls[:MAX_CALLS_PER_REPLY], calls[MAX_CALLS_PER_REPLY:]
+        calls, extra = calls[: self._calls_per_reply], calls[self._calls_per_reply :]
         for call in extra:  # Providers want every call answered: say why these did not run.
             task.memory.put(
-                ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=_TOO_MANY)
+                ChatMessage(
+                    role="tool",
+                    tool_call_id=call.id,
+                    name=call.name,
+                    content=_too_many(self._calls_per_reply),
+                )
             )
         tool_steps = [
             call_step(
@@ -149,6 +186,22 @@ class FunctionCallingAgentWorker(ToolCallingWorker):
             ChatMessage(role="tool", tool_call_id=call.call_id, name=call.tool, content=content)
         )
         return TaskStepOutput(output=content, task_step=step, tool_calls=[result])
+
+
+def get_function_by_name(tools: Sequence[BaseTool], name: str) -> BaseTool | None:
+    """The tool called `name`, or None (LlamaIndex's helper)."""
+    return next((tool for tool in tools if tool.metadata.name == name), None)
+
+
+def build_missing_tool_message(name: str, tools: Sequence[BaseTool] = ()) -> str:
+    """What the model reads when it calls a tool that does not exist: the tools there are."""
+    return build_missing_tool_output(ToolCall(name=name), tools).content
+
+
+def build_missing_tool_output(call: ToolCall, tools: Sequence[BaseTool] = ()) -> ToolOutput:
+    """The output of a call to a tool that does not exist, as a tool step records it."""
+    known = {tool.metadata.name: tool for tool in tools}
+    return unknown_tool_output(ToolStepCall(call.name, call.args, call.id), known)
 
 
 def _describe(calls: Sequence[ToolCall]) -> str:

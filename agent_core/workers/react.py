@@ -19,6 +19,7 @@ from agent_core.events import EventSink
 from agent_core.llms.base import LLM, ChatMessage, ChatResponse
 from agent_core.tools.base import BaseTool
 from agent_core.types import Task, TaskStep, TaskStepOutput, ToolOutput
+from agent_core.workers._react_compat import FailureHandler, failure_answer, iterations_used
 from agent_core.workers._react_format import (
     ReActAnswer,
     ReActParseError,
@@ -36,6 +37,8 @@ from agent_core.workers._tool_steps import (
     unknown_tool_output,
 )
 from agent_core.workers._tool_worker import DEFAULT_MAX_ITERATIONS, ToolCallingWorker
+from agent_core.workers.react_formatter import ReActChatFormatter
+from agent_core.workers.react_output_parser import ReActOutputParser, from_reasoning_step
 
 __all__ = ["ReActAgentWorker"]
 
@@ -49,6 +52,13 @@ class ReActAgentWorker(ToolCallingWorker):
         max_iterations: Reasoning steps allowed before the task fails with a clear error.
         tool_approval: Make every tool call its own step, awaiting a person's approval.
         instructions: Replaces the first paragraph of the system prompt.
+        react_chat_formatter: Builds the messages instead (LlamaIndex's formatter).
+        output_parser: Parses the replies instead (LlamaIndex's parser, or a subclass).
+        handle_reasoning_failure_fn: Called as `fn(None, error)` when `max_iterations` is
+            reached; what it returns (a `ToolOutput` or text) is the task's answer, where
+            without it the step fails.
+        verbose: Accepted for LlamaIndex code; every step is recorded and shown instead.
+        tool_retriever: Accepted for LlamaIndex code and not used: every tool is offered.
     """
 
     _worker_name = "ReActAgentWorker"
@@ -61,14 +71,26 @@ class ReActAgentWorker(ToolCallingWorker):
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
         tool_approval: bool = False,
         instructions: str = "",
+        react_chat_formatter: ReActChatFormatter | None = None,
+        output_parser: ReActOutputParser | None = None,
+        handle_reasoning_failure_fn: FailureHandler | None = None,
+        verbose: bool = False,
+        tool_retriever: object = None,
     ) -> None:
         super().__init__(tools, llm, max_iterations=max_iterations, tool_approval=tool_approval)
-        self._system = ChatMessage(
-            role="system",
-            content=system_prompt(
-                [tool.metadata.to_spec() for tool in tools], instructions=instructions
-            ),
-        )
+        self.formatter = react_chat_formatter or ReActChatFormatter()
+        self.output_parser = output_parser
+        self.handle_reasoning_failure_fn = handle_reasoning_failure_fn
+        self.verbose, self.tool_retriever = verbose, tool_retriever
+        if react_chat_formatter is None:
+            specs = [tool.metadata.to_spec() for tool in tools]
+            self._system = ChatMessage(
+                role="system", content=system_prompt(specs, instructions=instructions)
+            )
+        else:
+            self._system = react_chat_formatter.system_message(tools)
+        # A subclass's own `format` builds every request; the default one is this prompt.
+        self._custom_format = type(self.formatter).format is not ReActChatFormatter.format
 
     @classmethod
     def from_tools(
@@ -79,20 +101,41 @@ class ReActAgentWorker(ToolCallingWorker):
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
         tool_approval: bool = False,
         instructions: str = "",
+        **llamaindex_options: Any,
     ) -> ReActAgentWorker:
-        """Build the worker from tools and a model, as in LlamaIndex."""
+        """Build the worker from tools and a model, as in LlamaIndex.
+
+        `llamaindex_options` are the constructor's LlamaIndex keywords (`verbose`,
+        `react_chat_formatter`, `output_parser`, `handle_reasoning_failure_fn`,
+        `tool_retriever`) and `callback_manager`, accepted and unused.
+        """
         llm = cls._from_tools_llm(llm)
+        llamaindex_options.pop("callback_manager", None)
         return cls(
             list(tools or []),
             llm,
             max_iterations=max_iterations,
             tool_approval=tool_approval,
             instructions=instructions,
+            **llamaindex_options,
         )
 
     def preview_messages(self, task: Task) -> list[ChatMessage]:
         """The system prompt and the memory the next reasoning step would send."""
-        return [self._system, *task.memory.get(estimate_tokens(self._system.content))]
+        history = task.memory.get(estimate_tokens(self._system.content))
+        if self._custom_format:
+            return self.formatter.format(list(self.tools.values()), history, [])
+        return [self._system, *history]
+
+    def _parse(self, text: str) -> Any:
+        if self.output_parser is None:
+            return parse_react_output(text)
+        try:
+            return from_reasoning_step(self.output_parser.parse(text))
+        except ReActParseError:
+            raise
+        except ValueError as exc:  # A custom parser's complaint is for the model to read.
+            raise ReActParseError(str(exc)) from exc
 
     def finalize_task(self, task: Task, **kwargs: Any) -> list[ChatMessage]:
         """The question and the final answer join the conversation; the reasoning does not."""
@@ -107,11 +150,13 @@ class ReActAgentWorker(ToolCallingWorker):
     async def _run_reasoning_step(
         self, step: TaskStep, task: Task, emit: EventSink | None, kwargs: dict[str, Any]
     ) -> TaskStepOutput:
+        if self.handle_reasoning_failure_fn and iterations_used(task) >= self.max_iterations:
+            return failure_answer(self, step, task)
         self._start_reasoning(step, task)
         response = await self._chat(self.preview_messages(task), step, emit)
         task.memory.put(ChatMessage(role="assistant", content=response.text))
         try:
-            parsed = parse_react_output(response.text)
+            parsed = self._parse(response.text)
         except ReActParseError as exc:
             return self._observe(step, task, response, f"Error: {exc}", calls=[])
         if isinstance(parsed, ReActAnswer):
