@@ -29,6 +29,7 @@ __all__ = [
     "LoopClients",
     "MessageQueueUnavailableError",
     "RedisStreamsSettings",
+    "honour_swallowed_cancel",
     "new_client",
     "redact_url",
     "retry_until",
@@ -155,12 +156,27 @@ async def retry_until(
     backoff = Backoff(cap=settings.max_backoff)
     while True:
         try:
-            return await operation()
+            result = await operation()
         except RETRYABLE_ERRORS as exc:
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 raise _unavailable(settings, what, timeout, exc) from exc
             await asyncio.sleep(min(remaining, backoff.next_delay()))
+        else:
+            honour_swallowed_cancel()
+            return result
+
+
+def honour_swallowed_cancel() -> None:
+    """Raise CancelledError if this task was cancelled but the cancellation got lost.
+
+    redis-py sends each command under `asyncio.wait_for`, which on Python 3.11 returns the
+    result and drops a cancellation that arrives as the send completes; a consuming loop
+    would then run on forever. The request still shows in `Task.cancelling()`.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 def _unavailable(

@@ -26,6 +26,7 @@ from agent_services.message_queues._redis_client import (
     RETRYABLE_ERRORS,
     Backoff,
     RedisStreamsSettings,
+    honour_swallowed_cancel,
     new_client,
 )
 from agent_services.messages import QueueMessage, new_id
@@ -108,6 +109,7 @@ class StreamConsumer:
         backoff = Backoff(cap=self._settings.max_backoff)
         try:
             while not self.stopping:
+                honour_swallowed_cancel()
                 try:
                     await self._step()
                 except RETRYABLE_ERRORS as exc:
@@ -186,13 +188,16 @@ class StreamConsumer:
             await self._cleanup(self._hand_back(delivery))
             raise
         finally:
+            # Not awaited: awaiting it would be a point where a cancellation of this loop
+            # lands between a handler's success and its acknowledgement.
             lease.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await lease
-        if done:
-            await self._until_done(lambda: self._ack(delivery))
-        else:
-            await self._until_done(lambda: self._hand_back(delivery))
+        settle = self._ack if done else self._hand_back
+        try:
+            await self._until_done(lambda: settle(delivery))
+        except asyncio.CancelledError:
+            await self._cleanup(settle(delivery))  # Stopping: one bounded last attempt.
+            raise
+        if not done:
             self._next_claim = 0.0  # Retry soon, here or in any other replica.
 
     async def _message_or_dead_letter(self, delivery: _Delivery) -> QueueMessage | None:
@@ -254,17 +259,34 @@ class StreamConsumer:
         """Run `operation`, waiting out a Redis outage for as long as it lasts."""
         backoff = Backoff(cap=self._settings.max_backoff)
         while True:
+            honour_swallowed_cancel()
             try:
                 await operation()
-                return
             except RETRYABLE_ERRORS as exc:
                 logger.warning("consumer %s waits for Redis (%s)", self.name, exc)
                 await asyncio.sleep(backoff.next_delay())
+            else:
+                honour_swallowed_cancel()
+                return
 
     async def _cleanup(self, operation: Awaitable[Any]) -> None:
-        """Best-effort work while stopping: bounded in time, never raising."""
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(operation, _CLEANUP_TIMEOUT)
+        """Best-effort work while stopping: bounded in time, never raising.
+
+        It runs as its own task and a cancellation of this one does not cut it short: the
+        acknowledgement or hand-back it carries is what keeps a message from waiting out the
+        visibility timeout or being handled twice.
+        """
+        work = asyncio.ensure_future(operation)
+        deadline = asyncio.get_running_loop().time() + _CLEANUP_TIMEOUT
+        while not work.done():
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                work.cancel()
+                return
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait([work], timeout=remaining)
+        if not work.cancelled() and work.exception() is not None:
+            logger.debug("consumer %s: cleanup failed: %s", self.name, work.exception())
 
     async def _shutdown(self) -> None:
         if self._client is None:
@@ -272,6 +294,7 @@ class StreamConsumer:
         await self._cleanup(self._forget_name())
         await self._cleanup(self._client.aclose())
         self._client = None
+        honour_swallowed_cancel()  # A cancellation that came while cleaning up.
 
     async def _forget_name(self) -> None:
         """Drop this consumer's name from the group, unless messages still wait in its name."""

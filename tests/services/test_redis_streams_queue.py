@@ -9,7 +9,12 @@ import threading
 import pytest
 import redis.asyncio as aioredis
 
-from agent_services import ActionTypes, QueueMessage, RedisStreamsMessageQueue
+from agent_services import (
+    ActionTypes,
+    CallableMessageConsumer,
+    QueueMessage,
+    RedisStreamsMessageQueue,
+)
 from agent_services.messages import CONTROL_PLANE
 from tests.services._queue_support import Recorder, consuming, wait_until
 
@@ -223,3 +228,38 @@ def test_bad_settings_are_refused_with_the_setting_named() -> None:
         RedisStreamsMessageQueue(visibility_timeout=0)
     with pytest.raises(ValueError, match="max_deliveries must be at least 1"):
         RedisStreamsMessageQueue(max_deliveries=0)
+
+
+async def test_a_loop_cancelled_as_its_handler_returns_stops_and_acknowledges(
+    queue: RedisStreamsMessageQueue, raw: aioredis.Redis
+) -> None:
+    handled: list[QueueMessage] = []
+
+    def handle_then_get_cancelled(message: QueueMessage) -> None:
+        handled.append(message)
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()  # Lands on the loop's next await, right after the handler returned.
+
+    consumer = CallableMessageConsumer(message_type="last", handler=handle_then_get_cancelled)
+    start = await queue.register_consumer(consumer)
+    task = asyncio.create_task(start())
+    await queue.publish(QueueMessage(type="last"))
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 5)
+    assert len(handled) == 1
+    stream = queue.settings.stream("last")  # Acknowledged, so never handled again.
+    assert (await raw.xpending(stream, "last"))["pending"] == 0
+
+
+async def test_a_publish_in_a_cancelled_task_still_raises_cancelled(
+    queue: RedisStreamsMessageQueue,
+) -> None:
+    # redis-py's send under asyncio.wait_for drops such a cancellation on Python 3.11.
+    await queue.publish(QueueMessage(type="warm"))  # A pooled connection, as in a service.
+    task = asyncio.current_task()
+    assert task is not None
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await queue.publish(QueueMessage(type="warm"))
+    task.uncancel()
