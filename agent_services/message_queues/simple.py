@@ -46,6 +46,9 @@ class SimpleMessageQueue(BaseMessageQueue):
             queue = self._queues[consumer.message_type]
             while consumer.id_ in self._consumers:
                 message = await queue.get()
+                if consumer.id_ not in self._consumers:
+                    queue.put_nowait(message)  # Deregistered while waiting: another's to take.
+                    return
                 try:
                     done = await self._handle(consumer, message)
                 except BaseException:
