@@ -29,7 +29,7 @@ from agent_core.workers.base import BaseAgentWorker
 
 __all__ = ["DEFAULT_MODELS", "AgentSpec", "ProviderName", "ToolName", "WorkerKind"]
 
-WorkerKind = Literal["react", "function_calling", "planner"]
+WorkerKind = Literal["react", "multimodal_react", "function_calling", "planner"]
 ProviderName = Literal["demo", "human", "openai", "anthropic"]
 ToolName = Literal["arithmetic", "calculator", "files", "python", "image"]
 SubAgentName = Literal["code", "file", "image"]
@@ -226,6 +226,11 @@ class AgentSpec(BaseModel):
 
             tools = self.build_tools(llm, registry=registry)
             return FunctionCallingAgentWorker(tools, llm, **options)
+        if self.worker == "multimodal_react":
+            from agent_core.workers.multimodal_react import MultimodalReActAgentWorker
+
+            tools = self.build_tools(llm, registry=registry)
+            return MultimodalReActAgentWorker(tools, llm, **options)
         from agent_core.workers.react import ReActAgentWorker
 
         return ReActAgentWorker(self.build_tools(llm, registry=registry), llm, **options)

@@ -18,8 +18,10 @@ import streamlit as st
 from agent_core.dag import display_value, format_result, rejection_of
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.types import StepInput, StepKind, StepStatus, TaskStep, TaskStepOutput
+from agent_core.workers.multimodal_react import step_images
 from components.memory_view import render_memory
 from components.messages import cost_text, plain, plural
+from components.task_images import render_thumbnails
 
 __all__ = ["card_title", "render_call", "render_step_card", "usage_text"]
 
@@ -198,6 +200,16 @@ def _render_calls(output: TaskStepOutput, *, rejected: bool) -> None:
         _code(format_result(call.content))
 
 
+def _render_components(output: TaskStepOutput) -> None:
+    """Each pipeline component the step ran, in order: name, latency, inputs and output."""
+    count = len(output.components)
+    for number, run in enumerate(output.components, start=1):
+        st.caption(f"Component {number} of {count}: {plain(run.name)} · {run.latency_ms:,.0f} ms")
+        if run.inputs:
+            _code(_text(run.inputs), language="json")
+        _code(_text(run.output, empty="(returned None)"))
+
+
 def _render_output(output: TaskStepOutput) -> None:
     shown = output.output
     results = {call.content for call in output.tool_calls}
@@ -247,12 +259,14 @@ def render_step_card(
             st.caption("You rejected this call, so it did not run. Your reason:")
             _code(rejection or "(no reason given)")
         _render_input(output, rejected=rejection is not None)
+        render_thumbnails(step_images(step))
         if step.kind is StepKind.HUMAN or step.status is StepStatus.SKIPPED:
             return
         if output.thought:
             st.caption("Thought")
             _code(output.thought)
         _render_calls(output, rejected=rejection is not None)
+        _render_components(output)
         if rejection is None:
             _render_output(output)
         if output.error:

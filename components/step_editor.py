@@ -29,9 +29,11 @@ from agent_core.types import (
     TaskState,
     TaskStep,
 )
+from agent_core.workers.multimodal_react import step_images
 from components import task_version
 from components.actions import show_message
 from components.memory_view import render_memory
+from components.task_images import render_thumbnails
 
 __all__ = ["preview_messages", "render_upcoming_step", "waiting_reason"]
 
@@ -346,6 +348,7 @@ def _render_text_step(ctx: _Ctx) -> None:
         placeholder="(no input: the agent continues; type here to steer it)",
         label_visibility="collapsed",
     )
+    render_thumbnails(step_images(ctx.step))  # They go with the input, whatever it becomes.
     if ctx.human is not None:
         try:
             _, new_input = _edited_input(ctx.step, text)

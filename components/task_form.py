@@ -6,6 +6,7 @@ The agent can be a built-in worker or one of the user's own (`stepwise ui --agen
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import streamlit as st
@@ -13,12 +14,14 @@ from pydantic import ValidationError
 
 from agent_core.demos import SCENARIOS
 from agent_core.errors import AgentCoreError, UserCodeError, UserError
+from agent_core.llms.content import ImagePart
 from agent_core.llms.openai import OPENAI_COMPATIBLE_PRESETS
 from agent_core.spec import DEFAULT_MODELS, AgentSpec
 from agent_core.user_code import UserCodeRegistry, default_registry
 from components import runtime, state
 from components.actions import attempt, show_message, show_notice
 from components.intro import render_intro
+from components.task_images import pick_images
 from components.user_code_view import render_code_error, render_user_code
 
 __all__ = [
@@ -32,7 +35,12 @@ __all__ = [
     "render_create_form",
 ]
 
-WORKERS = {"react": "ReAct", "function_calling": "Function calling", "planner": "Planner"}
+WORKERS = {
+    "react": "ReAct",
+    "multimodal_react": "ReAct with images",
+    "function_calling": "Function calling",
+    "planner": "Planner",
+}
 USER_AGENT_PREFIX = "agent:"
 """Worker choices that are the user's own agents: `agent:NAME`."""
 PROVIDERS = {
@@ -83,8 +91,9 @@ def _planner_problem(spec: AgentSpec) -> str | None:
     return None
 
 
-def _create(spec: AgentSpec, text: str) -> None:
-    task = runtime.runner_for(spec).create_task(text)
+def _create(spec: AgentSpec, text: str, images: Sequence[ImagePart] = ()) -> None:
+    runner = runtime.runner_for(spec)
+    task = runner.create_task(text, images=list(images)) if images else runner.create_task(text)
     state.set_current_task_id(task.task_id)
 
 
@@ -191,7 +200,7 @@ def _pick_agent(default: AgentSpec, registry: UserCodeRegistry) -> AgentSpec:
         index=list(PROVIDERS).index(default.provider),
     )
     agent = worker.removeprefix(USER_AGENT_PREFIX) if worker.startswith(USER_AGENT_PREFIX) else None
-    if provider == "human" and agent is None and worker != "react":
+    if provider == "human" and agent is None and worker not in ("react", "multimodal_react"):
         # Typed replies are text: only ReAct reads its tool calls from text.
         st.caption(
             "You are the model: the agent is a ReAct agent, which reads tool calls from text."
@@ -230,7 +239,7 @@ def _pick_agent(default: AgentSpec, registry: UserCodeRegistry) -> AgentSpec:
         return AgentSpec()
 
 
-def _create_checked(spec: AgentSpec, text: str) -> bool:
+def _create_checked(spec: AgentSpec, text: str, images: Sequence[ImagePart] = ()) -> bool:
     """Create the task; False, with the user's traceback shown, if their code fails to build."""
     try:
         runtime.runner_for(spec)
@@ -239,7 +248,7 @@ def _create_checked(spec: AgentSpec, text: str) -> bool:
         return False
     except AgentCoreError:
         pass  # No key, say: `attempt` reports it after the rerun, as for any action.
-    attempt(lambda: _create(spec, text), where=_FORM)
+    attempt(lambda: _create(spec, text, images), where=_FORM)
     return True
 
 
@@ -256,6 +265,8 @@ def render_create_form() -> None:
     if spec.agent is not None:
         st.text(f"Agent: {agent_label(spec)}")  # the user's names and paths are not markdown
     text = st.text_area("Task", placeholder="What should the agent do?", key="form-task")
+    takes_images = spec.agent is None and spec.worker == "multimodal_react"
+    images = pick_images(key="form-images") if takes_images else []
     # Never disabled: a browser sends the text area's value with the click, but a button
     # disabled until the text is committed would swallow that first click.
     if st.button("Create task", type="primary", key="form-create"):
@@ -265,7 +276,9 @@ def render_create_form() -> None:
         if problem := _server_address_problem(spec) or _planner_problem(spec):
             st.error(problem)
             return
+        if images is None:
+            return  # The uploader says which image was refused, and why.
         state.set_agent_spec(spec)
-        if _create_checked(spec, text):
+        if _create_checked(spec, text, images):
             st.rerun()
     show_notice(where=_FORM)  # What the last Create task said, under the button.

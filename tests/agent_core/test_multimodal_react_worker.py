@@ -123,7 +123,7 @@ def test_a_file_that_is_not_an_image_is_refused_before_the_task_exists(tmp_path:
     notes.write_text("not a picture")
     agent, _ = make([])
 
-    with pytest.raises(UserError, match="'notes.txt' is not a PNG, JPEG, GIF or WebP image"):
+    with pytest.raises(UserError, match=r"'notes\.txt' is not a PNG, JPEG, GIF or WebP image"):
         agent.create_task(QUESTION, images=[notes])
     assert agent.list_tasks() == []
 
