@@ -1,7 +1,7 @@
 """`QueryPipelineAgentWorker`: every step runs your `Pipeline` of components once.
 
 The pipeline reads what the worker hands it, by name, among `PIPELINE_ARGS`: `input` (the
-step's input: the task's question on the first step, None later unless a person steers),
+step's input when a person gave one, else the task's question),
 `state` (a dict that carries over between steps), `task_input` (the task's question),
 `history` (the conversation so far, as `ChatMessage`s) and `step` (1 on the first step).
 Its output component, the last to run unless you name one, returns the reply: a
@@ -109,7 +109,8 @@ class QueryPipelineAgentWorker(BaseAgentWorker):
             raise UserError("a pipeline step's input must be text (or empty)")
         state = task.extra_state.setdefault(_STATE_KEY, {})
         offered = {
-            "input": step.input,
+            # Later steps have no input of their own unless a person steers one.
+            "input": step.input if step.input is not None else task.input,
             "state": state,
             "task_input": task.input,
             "history": task.memory.get(),

@@ -55,7 +55,7 @@ def test_each_step_runs_the_pipeline_until_its_output_says_done() -> None:
     assert all(o.task_step.kind is StepKind.CUSTOM for o in outputs)
     assert agent.finalize_response(task.task_id).response == "3!"
     state = agent.get_task(task.task_id).extra_state["pipeline_state"]
-    assert state == {"seen": [QUESTION, None, None], "count": 3}
+    assert state == {"seen": [QUESTION, QUESTION, QUESTION], "count": 3}
 
 
 def test_each_component_is_recorded_with_its_inputs_output_and_latency() -> None:
