@@ -42,11 +42,13 @@ test: lint chromium redis
 
 # Benchmarks side by side with LlamaIndex and LangGraph (their own env: bench/.venv), then
 # the page's speed in Chromium (bench/results/page_speed.json), then what HTTP costs
-# (bench/results/server_speed.json).
+# (bench/results/server_speed.json), then multi-agent services beside llama-agents (its own env:
+# bench/.venv-llama-agents; bench/results/services_speed.json).
 bench: $(STAMP) chromium redis
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.page_speed
 	$(BIN)/python -m bench.server_speed
+	$(BIN)/python -m bench.services_speed
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
