@@ -1,9 +1,10 @@
 """The runtime's hooks into OpenTelemetry: one cheap check each while tracing is off.
 
 The runner, the model call and the tool call each carry one hook from here. While tracing is
-off, a hook reads one module global and calls straight through; OpenTelemetry is not even
-imported. The first hook to run reads `STEPWISE_OTLP_ENDPOINT` once and turns tracing on
-when it is set; `agent_core.telemetry.instrument` turns it on explicitly.
+off, a hook reads one module global and hands back the wrapped function's own coroutine (no
+coroutine of its own: about 0.25 µs a call); OpenTelemetry is not even imported. The first
+hook to run reads `STEPWISE_OTLP_ENDPOINT` once and turns tracing on when it is set;
+`agent_core.telemetry.instrument` turns it on explicitly.
 """
 
 from __future__ import annotations
@@ -71,11 +72,11 @@ def traced_step(work: Async[T]) -> Async[T]:
     """Wrap `AgentRunner._work(state, step, kwargs, run)` in a step span when tracing is on."""
 
     @functools.wraps(work)
-    async def run(runner: Any, state: TaskState, step: TaskStep, *args: Any) -> T:
+    def run(runner: Any, state: TaskState, step: TaskStep, *args: Any) -> Coroutine[Any, Any, T]:
         on = tracing
         if on is None or (isinstance(on, _Unresolved) and (on := active()) is None):
-            return await work(runner, state, step, *args)
-        return await on.step(work, runner, state, step, *args)
+            return work(runner, state, step, *args)
+        return on.step(work, runner, state, step, *args)
 
     return run
 
@@ -84,11 +85,11 @@ def traced_chat(chat: Async[T]) -> Async[T]:
     """Wrap a step's model call `(llm, messages, step, emit, *, tools)` in an LLM span."""
 
     @functools.wraps(chat)
-    async def call(*args: Any, **kwargs: Any) -> T:
+    def call(*args: Any, **kwargs: Any) -> Coroutine[Any, Any, T]:
         on = tracing
         if on is None or (isinstance(on, _Unresolved) and (on := active()) is None):
-            return await chat(*args, **kwargs)
-        return await on.chat(chat, *args, **kwargs)
+            return chat(*args, **kwargs)
+        return on.chat(chat, *args, **kwargs)
 
     return call
 
@@ -97,11 +98,11 @@ def traced_tool_call(call_tool: Async[T]) -> Async[T]:
     """Wrap one tool call `(tool, args, *, step_id, emit, call_id)` in a tool span."""
 
     @functools.wraps(call_tool)
-    async def call(*args: Any, **kwargs: Any) -> T:
+    def call(*args: Any, **kwargs: Any) -> Coroutine[Any, Any, T]:
         on = tracing
         if on is None or (isinstance(on, _Unresolved) and (on := active()) is None):
-            return await call_tool(*args, **kwargs)
-        return await on.tool_call(call_tool, *args, **kwargs)
+            return call_tool(*args, **kwargs)
+        return on.tool_call(call_tool, *args, **kwargs)
 
     return call
 
