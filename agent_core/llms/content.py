@@ -11,7 +11,7 @@ import base64
 import binascii
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
@@ -21,6 +21,7 @@ __all__ = [
     "IMAGE_MIME_TYPES",
     "MAX_IMAGE_BYTES",
     "ContentPart",
+    "ImageMimeType",
     "ImagePart",
     "TextPart",
     "image_mime_type",
@@ -31,15 +32,16 @@ MAX_IMAGE_BYTES = 3_750_000
 """The largest image a message holds: base64 makes it 5,000,000 characters, under Anthropic's
 5 MB limit per image (OpenAI allows more), and bounds what each task stores."""
 
-IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+ImageMimeType = Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
 """The image types both providers accept."""
+IMAGE_MIME_TYPES: tuple[ImageMimeType, ...] = get_args(ImageMimeType)
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 _SNIFF_CHARS = 16
 """Base64 characters decoded to read a file's signature (12 bytes cover WebP's)."""
 
 
-def image_mime_type(head: bytes) -> str | None:
+def image_mime_type(head: bytes) -> ImageMimeType | None:
     """The image type a file's first bytes announce, among `IMAGE_MIME_TYPES`; None otherwise."""
     if head.startswith(b"\x89PNG\r\n\x1a\n"):
         return "image/png"
@@ -83,7 +85,7 @@ class ImagePart(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     kind: Literal["image"] = "image"
-    mime_type: Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
+    mime_type: ImageMimeType
     data: str = Field(repr=False)
     """The image's bytes, base64 (standard alphabet, padded)."""
     name: str = ""
