@@ -42,7 +42,7 @@ from agent_core._telemetry_attributes import (
 )
 
 if TYPE_CHECKING:
-    from agent_core.types import TaskState, TaskStep, ToolOutput
+    from agent_core.types import TaskState, TaskStep
 
 __all__ = ["CAPTURE_ENV", "MAX_OPEN_TASKS", "Tracing", "capture_from_environment", "traces_url"]
 
@@ -158,11 +158,11 @@ class Tracing:
 
     async def tool_call(
         self,
-        call_tool: Callable[..., Coroutine[Any, Any, ToolOutput]],
+        call_tool: Callable[..., Coroutine[Any, Any, Any]],
         tool: Any,
         args: dict[str, Any],
         **kwargs: Any,
-    ) -> ToolOutput:
+    ) -> Any:
         """Run one tool call inside a tool span; an `is_error` result is an error status."""
         attributes = tool_request(tool, args, capture=self.capture, **kwargs)
         with self._span(f"execute_tool {tool.name}", attributes) as span:
