@@ -32,9 +32,10 @@ class RedisStreamsMessageQueue(BaseMessageQueue):
     """A message queue on Redis Streams: at-least-once delivery to competing consumers.
 
     Usable from any event loop and thread: clients are made per loop on first use, and each
-    consuming loop owns its client. A consumer whose connection drops reconnects with
-    backoff and carries on; publishing while Redis is down retries for `publish_timeout`
-    seconds, then raises `MessageQueueUnavailableError`.
+    consuming loop owns its client. Await `close()` before a loop ends to release its client
+    (one left behind is dropped with its loop, its socket closed when collected). A consumer
+    whose connection drops reconnects with backoff and carries on; publishing while Redis is
+    down retries for `publish_timeout` seconds, then raises `MessageQueueUnavailableError`.
 
     Args:
         url: The Redis server, e.g. `redis://127.0.0.1:6379/0` (`rediss://` for TLS).

@@ -203,9 +203,14 @@ def test_the_queue_works_from_successive_event_loops_and_threads(
 ) -> None:
     queue = make_queue(redis_url, stream_prefix)
     sent = [QueueMessage(type="rerun") for _ in range(3)]
-    asyncio.run(queue.publish(sent[0]))
-    asyncio.run(queue.publish(sent[1]))  # A new loop, as on each rerun of the app.
-    thread = threading.Thread(target=lambda: asyncio.run(queue.publish(sent[2])))
+
+    async def publish(message: QueueMessage) -> None:
+        await queue.publish(message)
+        await queue.close()  # Closes this loop's client only; the next loop makes its own.
+
+    asyncio.run(publish(sent[0]))
+    asyncio.run(publish(sent[1]))  # A new loop, as on each rerun of the app.
+    thread = threading.Thread(target=lambda: asyncio.run(publish(sent[2])))
     thread.start()
     thread.join()
 
@@ -214,13 +219,13 @@ def test_the_queue_works_from_successive_event_loops_and_threads(
     async def consume_all() -> None:
         async with consuming(queue, recorder.consumer("rerun")):
             await wait_until(lambda: len(recorder.handled) == len(sent))
+        assert await queue.dead_letters("rerun") == []
         await queue.close()
 
     thread = threading.Thread(target=lambda: asyncio.run(consume_all()))
     thread.start()
     thread.join()
     assert [m.id_ for m in recorder.handled] == [m.id_ for m in sent]
-    assert asyncio.run(queue.dead_letters("rerun")) == []
 
 
 def test_bad_settings_are_refused_with_the_setting_named() -> None:
