@@ -14,6 +14,7 @@ navigation = st.navigation(
         st.Page("pages/stepper.py", title="Stepper", default=True),
         st.Page("pages/tasks.py", title="Tasks"),
         st.Page("pages/playground.py", title="Playground"),
+        st.Page("pages/services.py", title="Services"),
         st.Page("pages/settings.py", title="Settings"),
     ]
 )

@@ -158,6 +158,10 @@ class ServicesClient:
         """The task's hops, proposed and run."""
         return [HopRecord.model_validate(row) for row in self._get(f"/tasks/{task_id}/hops")]
 
+    def get_orchestrator_state(self, task_id: str) -> dict[str, Any]:
+        """What the orchestrator keeps for the task (`AgentOrchestrator`: its conversation)."""
+        return self._get(f"/tasks/{task_id}/orchestrator")
+
     def pending_hops(self) -> list[HopRecord]:
         """Hops waiting for a person (step mode), oldest first."""
         return [HopRecord.model_validate(row) for row in self._get("/hops/pending")]
@@ -273,6 +277,10 @@ class AsyncServicesClient:
         """The task's hops, proposed and run."""
         rows = await self._get(f"/tasks/{task_id}/hops")
         return [HopRecord.model_validate(row) for row in rows]
+
+    async def get_orchestrator_state(self, task_id: str) -> dict[str, Any]:
+        """What the orchestrator keeps for the task (`AgentOrchestrator`: its conversation)."""
+        return await self._get(f"/tasks/{task_id}/orchestrator")
 
     async def pending_hops(self) -> list[HopRecord]:
         """Hops waiting for a person."""
