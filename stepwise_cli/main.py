@@ -85,7 +85,7 @@ Then open http://127.0.0.1:8000/docs.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `stepwise` argument parser (subcommands: `ui`, `serve`)."""
+    """The `stepwise` argument parser (subcommands: `ui`, `serve`, `services`)."""
     parser = argparse.ArgumentParser(prog="stepwise", description=_DESCRIPTION)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     ui = commands.add_parser(
@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)"
     )
     _add_shared_arguments(serve, default_port=8000)
+    from stepwise_cli.services import add_services_parser
+
+    add_services_parser(commands)
     return parser
 
 
@@ -154,6 +157,16 @@ def _by_name(
     return found
 
 
+def _services(args: argparse.Namespace) -> int:
+    from stepwise_cli.services import run_services
+
+    try:
+        return run_services(args)
+    except AgentCoreError as exc:
+        print(f"stepwise services: {exc}", file=sys.stderr)
+        return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `stepwise` command; the exit status."""
     parser = build_parser()
@@ -161,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    if args.command == "services":
+        return _services(args)
     agents = _by_name(args.command_parser, args.agents, "--agent")
     tools = _by_name(args.command_parser, args.tools, "--tools")
     try:
