@@ -49,9 +49,10 @@ __all__ = [
 QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "services_quickstart.py"
 DEMO_NOTE = (
     "Scripted demo services, running inside this app: the quickstart's secret_fact_agent and "
-    "dumb_fact_agent, and a human service that asks you in the inbox below. The orchestrator "
-    "is a scripted router, not a model: it sends a task to the service its text names "
-    '(e.g. "ask a human …", "a dumb fact …"), else to secret_fact_agent.'
+    "dumb_fact_agent, and a human service that asks you in the inbox. The orchestrator is a "
+    "scripted router, not a model: it sends a task to each service its text names, in that "
+    'order (e.g. "the secret fact, then a dumb fact, then ask a human"), else to the first '
+    "service."
 )
 _START_TIMEOUT_S = 20.0
 

@@ -299,7 +299,7 @@ def _task_row(task: TaskRecord, *, selected: bool) -> None:
             f"updated {ago(task.updated_at)}"
         )
         show.button(
-            "Showing" if selected else "Show",
+            "Shown" if selected else "Show",
             key=f"show-{task.task_id}",
             disabled=selected,
             on_click=_select_task,
