@@ -167,3 +167,18 @@ def test_a_step_mode_hop_edited_on_the_page_runs_another_service(page: AppTest) 
     finally:
         store.close()
     assert "What is the secret fact?" in inputs
+
+
+def test_an_unreachable_control_plane_says_how_to_start_one(services_env: Path) -> None:
+    app = new_app()
+    app.switch_page("pages/services.py")
+    app.session_state["services.mode"] = "A control plane at a URL"
+    app.session_state["services.url"] = "http://127.0.0.1:9"  # Nothing listens on port 9.
+    app.run()
+    assert not app.exception
+    (error,) = app.error
+    shown = error.value.replace("\\", "")  # The box's markdown escapes every punctuation mark.
+    assert "No control plane answers at http://127.0.0.1:9" in shown
+    assert "stepwise services up CONFIG" in shown
+    (token,) = [box for box in app.text_input if box.key == "services.token"]
+    assert token.proto.type == token.proto.PASSWORD  # Typed tokens are never shown.
