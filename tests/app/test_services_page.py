@@ -109,7 +109,10 @@ def test_local_services_are_listed_and_a_task_runs_to_its_result(page: AppTest) 
     assert result["status"] == "completed" and "Cria" in result["tip"]
     assert "The secret fact is: A baby llama is called a 'Cria'." in codes(page)
     # The hop's agent task is in the app's store: its step DAG is one click away.
-    assert page.button(key=f"open-hop-{hop['id']}").label == "Open in Stepper"
+    page.button(key=f"open-hop-{hop['id']}").click().run()
+    assert not page.exception
+    assert any("The secret fact is: A baby llama" in code for code in codes(page))
+    assert "Step DAG" in [header.value for header in page.subheader]  # The Stepper, on its task.
 
 
 def test_a_human_request_is_answered_on_the_page(page: AppTest, services_env: Path) -> None:
