@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -81,8 +82,6 @@ def add_services_parser(commands: Any) -> None:
 def run_services(args: argparse.Namespace) -> int:
     """Run `stepwise services ...` from parsed arguments; the exit status."""
     if args.services_command == "status":
-        import os
-
         return print_status(args.url, token=os.environ.get("STEPWISE_API_TOKEN") or None)
     return run_up(load_config(args.config))
 

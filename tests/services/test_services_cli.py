@@ -29,7 +29,7 @@ EXAMPLES = ROOT / "examples"
 SECRET = "The secret fact is: A baby llama is called a 'Cria'."
 
 
-def stepwise(*args: str, **kwargs: object) -> list[str]:
+def stepwise(*args: str) -> list[str]:
     return [sys.executable, "-m", "stepwise_cli", *args]
 
 
