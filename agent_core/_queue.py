@@ -15,12 +15,22 @@ from agent_core.errors import (
     NotReadyError,
     StepError,
     StepNotFoundError,
+    TaskNotActiveError,
     UserError,
 )
-from agent_core.types import DONE_STATUSES, StepStatus, TaskState, TaskStep, short_id, utcnow
+from agent_core.types import (
+    DONE_STATUSES,
+    StepStatus,
+    TaskState,
+    TaskStatus,
+    TaskStep,
+    short_id,
+    utcnow,
+)
 
 __all__ = [
     "adopt_next_steps",
+    "check_active",
     "check_runnable",
     "hand_over",
     "is_claimable",
@@ -29,6 +39,24 @@ __all__ = [
     "pick_step",
     "step_of",
 ]
+
+
+def check_active(state: TaskState, action: str) -> None:
+    """Raise `TaskNotActiveError` unless the task may still `action` (run, undo steps...)."""
+    task = state.task
+    why = {
+        TaskStatus.ABANDONED: "was abandoned",
+        TaskStatus.COMPLETED: "is finished (finalized)",
+    }.get(task.status)
+    if task.imported:
+        why = "is an imported copy, read only"
+    if why is not None:
+        raise TaskNotActiveError(
+            f"task {short_id(state.task_id)} {why}, so it cannot {action}",
+            hint="its steps stay for inspection; create_task() starts a new task",
+            remedy="new_task",
+            task_id=state.task_id,
+        )
 
 
 def step_of(state: TaskState, step_id: str) -> TaskStep:

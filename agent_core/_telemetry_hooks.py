@@ -69,7 +69,7 @@ def _from_environment() -> Tracing | None:
 
 
 def traced_step(work: Async[T]) -> Async[T]:
-    """Wrap `AgentRunner._work(state, step, kwargs, run)` in a step span when tracing is on."""
+    """Wrap `run_claimed(runner, state, step, kwargs, run)` in a step span when tracing is on."""
 
     @functools.wraps(work)
     def run(runner: Any, state: TaskState, step: TaskStep, *args: Any) -> Coroutine[Any, Any, T]:

@@ -112,7 +112,7 @@ class Tracing:
         step: TaskStep,
         *args: Any,
     ) -> Any:
-        """Run `AgentRunner._work` inside a step span, a child of the task's span."""
+        """Run a claimed step (`_step_transaction.run_claimed`) in a step span under the task's."""
         parent = self._task_span(state, runner)
         caller = trace.get_current_span().get_span_context()
         links = [Link(caller, {"stepwise.link": "caller"})] if caller.is_valid else None

@@ -11,10 +11,19 @@ import json
 import logging
 
 from agent_core.effects import revert_effects
+from agent_core.memory import ChatMemoryBuffer
 from agent_core.store.base import MemoryWrite, TaskChange
-from agent_core.types import StepKind, StepStatus, TaskState, TaskStep, new_id, short_id
+from agent_core.types import (
+    StepKind,
+    StepSnapshot,
+    StepStatus,
+    TaskState,
+    TaskStep,
+    new_id,
+    short_id,
+)
 
-__all__ = ["link_feedback", "undo_last"]
+__all__ = ["link_feedback", "memory_write", "undo_last"]
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +36,7 @@ def undo_last(state: TaskState, change: TaskChange) -> TaskStep:
     task = state.task
     task.memory.restore(snapshot.memory)
     task.extra_state = json.loads(snapshot.extra_state_json)
-    state._extra_state_json = snapshot.extra_state_json
+    state.set_extra_state_json(snapshot.extra_state_json)
     output = state.outputs[step_id]
     task.usage = task.usage - output.usage
     step.undo_warnings = revert_effects(output.effects)
@@ -102,3 +111,12 @@ def _record(change: TaskChange, state: TaskState, steps: list[TaskStep]) -> None
     by_id = {s.step_id: s for s in change.steps}
     by_id.update({s.step_id: s for s in steps})
     change.steps = [s for s in by_id.values() if s.step_id in state.steps]
+
+
+def memory_write(snapshot: StepSnapshot, memory: ChatMemoryBuffer) -> MemoryWrite:
+    """What the store must write of `memory`, given the snapshot taken before this commit."""
+    if snapshot.memory.messages is not None:  # The step rewrote history.
+        return MemoryWrite(keep=0, append=memory.get_all())
+    # The store holds exactly the messages from before this commit: a plain append.
+    keep = snapshot.memory.length
+    return MemoryWrite(keep=keep, append=memory.messages[keep:], truncate=False)

@@ -43,8 +43,7 @@ class ParallelAgentRunner(AgentRunner):
         self.max_concurrency = max_concurrency
 
     def _ready_step_ids(self, task_id: str) -> list[str]:
-        state = self._task_state(task_id)
-        self._check_active(state, "run")
+        state = self._active_state(task_id)
         ready = [
             step_id
             for step_id in state.queue

@@ -12,21 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import copy
 import json
 import logging
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 from agent_core import _telemetry_hooks, _undo
-from agent_core._claims import (
-    CLAIM_PERSIST_DELAY_S,
-    IN_FLIGHT,
-    claim_is_stale,
-    new_claim_owner,
-)
+from agent_core._claims import claim_is_stale, new_claim_owner
 from agent_core._llamaindex_compat import (
     LlamaIndexRunnerAPI,
     extra_sources,
@@ -35,28 +28,19 @@ from agent_core._llamaindex_compat import (
     use_chat_history,
 )
 from agent_core._nesting import MAX_NESTING, too_deep
-from agent_core._queue import (
-    adopt_next_steps,
-    hand_over,
-    is_claimable,
-    mark_completed,
-    pick_step,
-    step_of,
-)
+from agent_core._queue import check_active, is_claimable, mark_completed, pick_step, step_of
 from agent_core._runtime import on_runtime_thread, run_sync, runs_on_runtime, submit
-from agent_core._worker_state import dump_state, merge_state
+from agent_core._step_transaction import claim, run_claimed
+from agent_core._undo import memory_write
+from agent_core._worker_state import dump_state
 from agent_core.breakpoints import Breakpoint, RunUntilResult, tool_hold
-from agent_core.effects import revert_effects, step_context
 from agent_core.errors import (
     AgentCoreError,
     ConflictError,
     InputTooLargeError,
     NothingToRunError,
-    Remedy,
-    StepConflictError,
     StepError,
     StoreError,
-    TaskNotActiveError,
     TaskNotFoundError,
     UserError,
 )
@@ -68,7 +52,7 @@ from agent_core.events import (
 )
 from agent_core.llms.base import LLM, ChatMessage
 from agent_core.memory import DEFAULT_TOKEN_LIMIT, ChatMemoryBuffer
-from agent_core.step_runs import LIVE_RUNS, STOPPED_BY_YOU, StepRun
+from agent_core.step_runs import LIVE_RUNS, StepRun
 from agent_core.store.base import MemoryWrite, Store, TaskChange, TaskSummary
 from agent_core.store.memory import InMemoryStore
 from agent_core.task_files import delete_workspace
@@ -95,7 +79,6 @@ __all__ = ["DEFAULT_MAX_INPUT_CHARS", "AgentRunner"]
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_INPUT_CHARS = 100_000
-_FAIL_COMMIT_TRIES = 3
 _RUNNABLE = (StepStatus.UPCOMING, StepStatus.FAILED, StepStatus.RUNNING)
 
 
@@ -233,22 +216,15 @@ class AgentRunner(LlamaIndexRunnerAPI):
                 remedy="edit_step",
             )
 
-    @staticmethod
-    def _check_active(state: TaskState, action: str) -> None:
-        task = state.task
-        why = {
-            TaskStatus.ABANDONED: "was abandoned",
-            TaskStatus.COMPLETED: "is finished (finalized)",
-        }.get(task.status)
-        if task.imported:
-            why = "is an imported copy, read only"
-        if why is not None:
-            raise TaskNotActiveError(
-                f"task {short_id(state.task_id)} {why}, so it cannot {action}",
-                hint="its steps stay for inspection; create_task() starts a new task",
-                remedy="new_task",
-                task_id=state.task_id,
-            )
+    def _active_state(self, task_id: str, action: str = "run") -> TaskState:
+        """The task's live state, or `TaskNotActiveError` if it can no longer `action`.
+
+        For subclasses: change the state only under `_lock(task_id)`, and only through a
+        `TaskChange` given to `_commit`.
+        """
+        state = self._task_state(task_id)
+        check_active(state, action)
+        return state
 
     # ------------------------------------------------------------------------ tasks
 
@@ -273,7 +249,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
         )
         step = self.agent_worker.initialize_step(task, **kwargs)
         state = TaskState(task=task, steps={step.step_id: step}, queue=[step.step_id])
-        state._extra_state_json = dump_state(task.extra_state, task_id=task.task_id, step_id="")
+        state.set_extra_state_json(dump_state(task.extra_state, task_id=task.task_id, step_id=""))
         change = TaskChange(
             state=state,
             base_version=None,
@@ -342,7 +318,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
         """Stop a task for good; its steps stay visible and the shared memory is untouched."""
         state = self._task_state(task_id)
         with self._lock(task_id):
-            self._check_active(state, "be abandoned")
+            check_active(state, "be abandoned")
             state.task.status = TaskStatus.ABANDONED
             self._commit(state, TaskChange(state=state, base_version=state.version))
             _telemetry_hooks.task_event(state, "task_abandoned", end=True)
@@ -414,7 +390,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
             view = state.task.model_copy(
                 update={
                     "memory": state.task.memory.staged(),
-                    "extra_state": json.loads(state._extra_state_json or "{}"),
+                    "extra_state": json.loads(state.extra_state_json),
                 }
             )
             ready = (s for s in state.step_queue if state.is_ready(s))
@@ -455,7 +431,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
         snapshot = StepSnapshot(
             step_id=step.step_id,
             memory=memory.apply(memory.staged()),
-            extra_state_json=state._extra_state_json or "{}",
+            extra_state_json=state.extra_state_json,
         )
         mark_completed(state, step, [])
         step.status = StepStatus.SKIPPED
@@ -468,7 +444,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
             steps=[step],
             outputs=[output],
             snapshots=[snapshot],
-            memory=_memory_write(snapshot, memory),
+            memory=memory_write(snapshot, memory),
         )
 
     def _change_upcoming(
@@ -481,7 +457,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
         """Apply `change` to an upcoming (or failed) step that is not running, and commit."""
         state = self._task_state(task_id)
         with self._lock(task_id):
-            self._check_active(state, f"have steps {verb}")
+            check_active(state, f"have steps {verb}")
             step = step_of(state, step_id)
             running = step.status is StepStatus.RUNNING or not is_claimable(step)
             if step_id not in state.queue or running:
@@ -496,42 +472,6 @@ class AgentRunner(LlamaIndexRunnerAPI):
         return step
 
     # ---------------------------------------------------------------------- running
-
-    def _claim(
-        self,
-        state: TaskState,
-        step_id: str | None,
-        input: StepInput,
-        rejection: str | None = None,
-    ) -> TaskStep:
-        """Mark the step running here; the store hears of it from `_store_claim`, if at all."""
-        with self._lock(state.task_id):
-            self._check_active(state, "run")
-            step = pick_step(state, step_id)
-            if input is not None:
-                step.set_input(input)
-            step.rejection = rejection
-            step.status = StepStatus.RUNNING
-            step.attempts += 1
-            step.claimed_by = self._owner
-            step.started_at = utcnow()
-            step.error = None
-            IN_FLIGHT.start(self._owner, step.step_id)
-        return step
-
-    def _store_claim(self, state: TaskState, step: TaskStep) -> None:
-        """Write a still-running step's claim, so a crash leaves it marked interrupted."""
-        with self._lock(state.task_id):
-            current = self.state.task_dict.get(state.task_id) is state
-            if not current or step.status is not StepStatus.RUNNING:
-                return
-            claim = TaskChange(
-                state=state, base_version=state.version, steps=[step], task_row=False
-            )
-            try:
-                self._commit(state, claim)
-            except AgentCoreError:
-                pass  # The step's own commit meets the same conflict and reports it.
 
     async def _arun_step(
         self,
@@ -551,7 +491,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
         self._check_input_type(input)
         self._check_size(input, "the step input")
         state = self._task_state(task_id)
-        step = self._claim(state, step_id, input, rejection)
+        step = claim(self, state, step_id, input, rejection)
         run = StepRun(task_id, step.step_id, asyncio.current_task())
         LIVE_RUNS.add(run)
         if on_run is not None:
@@ -562,7 +502,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
         output: TaskStepOutput | None = None
         error: BaseException | None = None
         try:
-            output = await self._work(state, step, kwargs, run)
+            output = await run_claimed(self, state, step, kwargs, run)
             return output
         except BaseException as exc:
             error = exc
@@ -571,153 +511,6 @@ class AgentRunner(LlamaIndexRunnerAPI):
             if stream:
                 run.record(_end_event(step.step_id, output, error))
             run.finish(output, error)
-
-    @_telemetry_hooks.traced_step
-    async def _work(
-        self, state: TaskState, step: TaskStep, kwargs: dict[str, Any], run: StepRun
-    ) -> TaskStepOutput:
-        store_claim = asyncio.get_running_loop().call_later(
-            CLAIM_PERSIST_DELAY_S, self._store_claim, state, step
-        )
-        base_json = state._extra_state_json or "{}"
-        view = state.task.model_copy(
-            update={"memory": state.task.memory.staged(), "extra_state": json.loads(base_json)}
-        )
-        started = time.perf_counter()
-        with step_context(state.task_id, step.step_id) as context:
-            try:
-                output = await self.agent_worker.arun_step(step, view, **kwargs)
-                latency_ms = (time.perf_counter() - started) * 1000
-                if isinstance(output, TaskStepOutput):
-                    output.effects = [*output.effects, *context.effects]
-                    if not output.messages_sent and context.messages_sent:
-                        output.messages_sent = context.messages_sent
-                return self._complete(state, step, view, base_json, output, latency_ms)
-            except Exception as exc:
-                revert_effects(context.effects)
-                raise self._fail(state, step, exc) from exc
-            except asyncio.CancelledError:
-                revert_effects(context.effects)
-                if not run.stop_requested:  # Interrupted: the step goes back, untouched.
-                    self._release(state, step)
-                    raise
-                current = asyncio.current_task()
-                if current is not None:
-                    current.uncancel()
-                raise self._fail(state, step, StepError(STOPPED_BY_YOU)) from None
-            except BaseException:
-                revert_effects(context.effects)
-                self._release(state, step)
-                raise
-            finally:
-                store_claim.cancel()
-                IN_FLIGHT.finish(self._owner, step.step_id)
-
-    def _complete(
-        self,
-        state: TaskState,
-        step: TaskStep,
-        view: Task,
-        base_json: str,
-        output: TaskStepOutput,
-        latency_ms: float,
-    ) -> TaskStepOutput:
-        if not isinstance(output, TaskStepOutput):
-            raise StepError(
-                f"the worker returned {type(output).__name__}, not a TaskStepOutput",
-                task_id=state.task_id,
-                step_id=step.step_id,
-            )
-        with self._lock(state.task_id):
-            written = merge_state(base_json, state._extra_state_json or "{}", view.extra_state)
-            new_json = dump_state(written, task_id=state.task_id, step_id=step.step_id)
-            next_steps = adopt_next_steps(state, step, output.next_steps)
-            task = state.task
-            snapshot = StepSnapshot(
-                step_id=step.step_id,
-                memory=task.memory.apply(view.memory),  # type: ignore[arg-type]
-                extra_state_json=state._extra_state_json or "{}",
-            )
-            memory_write = _memory_write(snapshot, task.memory)
-            task.extra_state, state._extra_state_json = written, new_json
-            task.usage = task.usage + output.usage
-            if task.status is TaskStatus.FAILED:
-                task.status = TaskStatus.ACTIVE
-            output.task_step, output.next_steps, output.latency_ms = step, next_steps, latency_ms
-            mark_completed(state, step, next_steps)
-            waiting = hand_over(state, step, next_steps)
-            state.outputs[step.step_id] = output
-            state.snapshots[step.step_id] = snapshot
-            change = TaskChange(
-                state=state,
-                base_version=state.version,
-                steps=[step, *next_steps, *waiting],
-                outputs=[output],
-                snapshots=[snapshot],
-                memory=memory_write,
-            )
-            self._commit(state, change)
-            # The prompt is stored apart: the state keeps the output without it, as a load
-            # would; the caller gets it whole.
-            state.outputs[step.step_id] = output.model_copy(update={"messages_sent": []})
-        return output
-
-    def _fail(self, state: TaskState, step: TaskStep, exc: BaseException) -> StepError:
-        message = str(exc) if isinstance(exc, AgentCoreError) else f"{type(exc).__name__}: {exc}"
-        # Model text can hold lone surrogates, which no store can encode.
-        message = message.encode("utf-8", "replace").decode("utf-8")
-        cause = exc.cause if isinstance(exc, StepError) else message
-        text = f"step {step.step_id} of task {short_id(state.task_id)} failed: {message}"
-        # A worker's own StepError (a PlanError with its raw text...) keeps its type and fields.
-        if isinstance(exc, StepError):
-            error = copy.copy(exc)
-        elif isinstance(exc, ConflictError):
-            error = StepConflictError(text)
-        else:
-            error = StepError(text)
-        error.args = (text,)
-        error.message, error.cause = text, cause
-        error.hint = _STEP_FAILED_HINT
-        error.remedy = error.remedy or _remedy_of(exc)
-        error.task_id, error.step_id = state.task_id, step.step_id
-        for _ in range(_FAIL_COMMIT_TRIES):
-            try:
-                self._record_failure(state.task_id, step, message)
-            except ConflictError:
-                continue  # Another tab committed meanwhile: reload and record it again.
-            break
-        return error
-
-    def _record_failure(self, task_id: str, ran: TaskStep, message: str) -> None:
-        with self._lock(task_id):
-            state = self._task_state(task_id)  # Reloads if a refused commit dropped it.
-            step = state.steps.get(ran.step_id)
-            if step is None or ran.step_id not in state.queue:
-                return  # Another runner already settled the step; leave its record alone.
-            if step.claimed_by not in (None, self._owner) and not is_claimable(step):
-                return  # Another live run holds it now.
-            if step is not ran:  # Reloaded: our claim may never have reached the store.
-                step.input, step.proposed_input, step.edited = (
-                    ran.input,
-                    ran.proposed_input,
-                    ran.edited,
-                )
-                step.attempts, step.started_at = ran.attempts, ran.started_at
-            step.status = StepStatus.FAILED
-            step.error = message
-            step.claimed_by = None
-            step.finished_at = utcnow()
-            if state.task.status is TaskStatus.ACTIVE:
-                state.task.status = TaskStatus.FAILED
-            self._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
-
-    def _release(self, state: TaskState, step: TaskStep) -> None:
-        with self._lock(state.task_id):
-            if state.task_id not in self.state.task_dict:
-                return
-            step.status = StepStatus.UPCOMING
-            step.claimed_by = None
-            self._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
 
     @runs_on_runtime
     async def arun_step(
@@ -932,7 +725,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
             if max_steps is not None and len(result.outputs) >= max_steps:
                 return result.model_copy(update={"reason": "max_steps"})
             state = self._task_state(task_id)
-            self._check_active(state, "run")
+            check_active(state, "run")
             try:
                 step = pick_step(state, None)
             except UserError as exc:
@@ -961,7 +754,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
         self._check_size(text, "the feedback")
         state = self._task_state(task_id)
         with self._lock(task_id):
-            self._check_active(state, "take feedback")
+            check_active(state, "take feedback")
             last = state.last_output
             if last is not None and last.is_last and not state.queue:
                 raise NothingToRunError(
@@ -983,7 +776,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
             snapshot = StepSnapshot(
                 step_id=step.step_id,
                 memory=state.task.memory.apply(staged),
-                extra_state_json=state._extra_state_json or "{}",
+                extra_state_json=state.extra_state_json,
             )
             state.steps[step.step_id] = step
             state.queue.insert(0, step.step_id)
@@ -998,7 +791,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
                 steps=[state.steps[s] for s in (step.step_id, *state.queue)],
                 outputs=[output],
                 snapshots=[snapshot],
-                memory=_memory_write(snapshot, state.task.memory),
+                memory=memory_write(snapshot, state.task.memory),
             )
             self._commit(state, change)
             _telemetry_hooks.task_event(state, "feedback", step=step, text=text)
@@ -1016,7 +809,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
             raise UserError(f"steps must be at least 1, got {steps}")
         state = self._task_state(task_id)
         with self._lock(task_id):
-            self._check_active(state, "undo steps")
+            check_active(state, "undo steps")
             if len(state.completed) < steps:
                 done = len(state.completed)
                 raise NothingToRunError(
@@ -1064,7 +857,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
                     task_id=task_id,
                 )
             if state.task.status is not TaskStatus.COMPLETED:
-                self._check_active(state, "be finalized")
+                check_active(state, "be finalized")
                 self._merge_into_conversation(state, **kwargs)
             response = AgentChatResponse(
                 response="" if last.output is None else str(last.output),
@@ -1103,25 +896,6 @@ class AgentRunner(LlamaIndexRunnerAPI):
     def chat(self, message: str, **kwargs: Any) -> AgentChatResponse:
         """Sync twin of `achat`."""
         return run_sync(self.achat(message, **kwargs), name="chat")
-
-
-_STEP_FAILED_HINT = (
-    "nothing completed was lost; edit the step's input and run it again, or undo_step()"
-)
-
-
-def _remedy_of(exc: BaseException) -> Remedy:
-    """How a person fixes a step that failed with `exc`: the cause's own remedy, else edit it."""
-    remedy = exc.remedy if isinstance(exc, AgentCoreError) else None
-    return remedy or "edit_step"
-
-
-def _memory_write(snapshot: StepSnapshot, memory: ChatMemoryBuffer) -> MemoryWrite:
-    if snapshot.memory.messages is not None:  # The step rewrote history.
-        return MemoryWrite(keep=0, append=memory.get_all())
-    # The store holds exactly the messages from before this commit: a plain append.
-    keep = snapshot.memory.length
-    return MemoryWrite(keep=keep, append=memory.messages[keep:], truncate=False)
 
 
 def _end_event(

@@ -271,7 +271,7 @@ def _renamed(state: TaskState, task_id: str) -> TaskState:
         snapshots=snapshots,
         version=1,
     )
-    renamed._extra_state_json = dump_state(task.extra_state, task_id=task_id, step_id="")
+    renamed.set_extra_state_json(dump_state(task.extra_state, task_id=task_id, step_id=""))
     return renamed
 
 

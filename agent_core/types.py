@@ -292,6 +292,20 @@ class TaskState(BaseModel):
     _extra_state_json: str | None = PrivateAttr(default=None)
 
     @property
+    def extra_state_json(self) -> str:
+        """`task.extra_state` as last committed, as JSON (`"{}"` before anything set it).
+
+        A step starts from it and its snapshot keeps it; the store writes it. The live dict
+        can run ahead of it while a step works on its copy, so set the two together with
+        `set_extra_state_json` whenever the dict is committed, loaded or restored.
+        """
+        return self._extra_state_json or "{}"
+
+    def set_extra_state_json(self, text: str) -> None:
+        """Record `text` as the committed JSON of `task.extra_state` (keep the two equal)."""
+        self._extra_state_json = text
+
+    @property
     def task_id(self) -> str:
         """The task's id."""
         return self.task.task_id

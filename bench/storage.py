@@ -70,7 +70,7 @@ def list_tasks_latency(folder: Path) -> dict:
         task = Task(input=f"task {i}")
         step = TaskStep(task_id=task.task_id, input=task.input)
         state = TaskState(task=task, steps={step.step_id: step}, queue=[step.step_id])
-        state._extra_state_json = "{}"
+        state.set_extra_state_json("{}")
         state.version = 1
         store.commit(
             TaskChange(state=state, base_version=None, steps=[step], memory=MemoryWrite(keep=0))

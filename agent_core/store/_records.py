@@ -146,5 +146,5 @@ def assemble_state(
         snapshots={snap.step_id: snap for snap in snapshots},
         version=version,
     )
-    state._extra_state_json = extra_state_json
+    state.set_extra_state_json(extra_state_json)
     return state

@@ -77,7 +77,7 @@ class InMemoryStore:
         records.version = state.version
         if change.task_row:
             records.task_json = task_record(state)
-            records.extra_state_json = state._extra_state_json or "{}"
+            records.extra_state_json = state.extra_state_json
             records.summary = summary_of(state)
         for step in change.steps:
             records.steps[step.step_id] = step.model_dump_json()

@@ -236,7 +236,7 @@ class SQLiteStore:
                 len(state.queue),
                 task.usage.model_dump_json(),
                 task_record(state),
-                state._extra_state_json or "{}",
+                state.extra_state_json,
                 task.task_id,
                 state.version if change.base_version is None else change.base_version,
             ),

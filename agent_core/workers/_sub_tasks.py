@@ -56,8 +56,8 @@ class SubTask:
         if not data:
             return None
         state = TaskState.model_validate(data)
-        state._extra_state_json = dump_state(
-            state.task.extra_state, task_id=state.task_id, step_id=""
+        state.set_extra_state_json(
+            dump_state(state.task.extra_state, task_id=state.task_id, step_id="")
         )
         runner = _private_runner(worker)
         runner.store.commit(

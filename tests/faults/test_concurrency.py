@@ -21,8 +21,15 @@ from typing import Any
 
 import pytest
 
-from agent_core import AgentRunner, StepKind, StepStatus, Task, TaskState, TaskStep
-from agent_core import runner as runner_module
+from agent_core import (
+    AgentRunner,
+    StepKind,
+    StepStatus,
+    Task,
+    TaskState,
+    TaskStep,
+    _step_transaction,
+)
 from agent_core.errors import ConflictError, NothingToRunError, NotReadyError, StepError
 from agent_core.store import SQLiteStore
 from agent_core.types import TaskStepOutput
@@ -228,7 +235,7 @@ def test_a_step_running_in_one_tab_is_not_run_by_the_other(
     stores: list[SQLiteStore], monkeypatch: pytest.MonkeyPatch, claim_stored: bool
 ) -> None:
     # The claim reaches the file after CLAIM_PERSIST_DELAY_S; pin it either side of the race.
-    monkeypatch.setattr(runner_module, "CLAIM_PERSIST_DELAY_S", 0.0 if claim_stored else 60.0)
+    monkeypatch.setattr(_step_transaction, "CLAIM_PERSIST_DELAY_S", 0.0 if claim_stored else 60.0)
     tracker = Tracker()
     seen: list[object] = []
 
