@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from agent_core._private_attrs import private
 from agent_core._tokens import estimate_tokens
 from agent_core.llms.base import ChatMessage
 
@@ -88,8 +89,9 @@ class ChatMemoryBuffer(BaseModel):
     def put(self, message: ChatMessage) -> None:
         """Append one message."""
         self.messages.append(message)
-        previous = self._cumulative[-1] if self._cumulative else 0
-        self._cumulative.append(previous + _message_tokens(message))
+        cumulative: list[int] = private(self, "_cumulative")
+        previous = cumulative[-1] if cumulative else 0
+        cumulative.append(previous + _message_tokens(message))
 
     def put_messages(self, messages: Iterable[ChatMessage]) -> None:
         """Append several messages in order."""
@@ -110,11 +112,12 @@ class ChatMemoryBuffer(BaseModel):
         """First index of the longest run ending at `end` whose tokens fit `budget`."""
         if end == 0 or budget <= 0:
             return end
-        total = self._cumulative[end - 1]
+        cumulative: list[int] = private(self, "_cumulative")
+        total = cumulative[end - 1]
         if total <= budget:
             return 0
         # messages[i:end] costs total - cumulative[i - 1]; find the smallest i that fits.
-        return bisect.bisect_left(self._cumulative, total - budget, 0, end) + 1
+        return bisect.bisect_left(cumulative, total - budget, 0, end) + 1
 
     def set(self, messages: Sequence[ChatMessage]) -> None:
         """Replace the whole history."""
@@ -172,7 +175,7 @@ class StagedMemory(ChatMemoryBuffer):
     def __len__(self) -> int:
         if self.replaced is not None:
             return len(self.replaced)
-        return self._base_length + len(self.pending)
+        return private(self, "_base_length") + len(self.pending)
 
     @property
     def changed(self) -> bool:
@@ -187,7 +190,8 @@ class StagedMemory(ChatMemoryBuffer):
         """What the task's memory will hold once this step commits."""
         if self.replaced is not None:
             return list(self.replaced)
-        return self._base.messages[: self._base_length] + self.pending
+        base: ChatMemoryBuffer = private(self, "_base")
+        return base.messages[: private(self, "_base_length")] + self.pending
 
     def get(self, initial_token_count: int = 0) -> list[ChatMessage]:
         """The newest messages that fit the limit, including this step's writes."""
@@ -202,8 +206,10 @@ class StagedMemory(ChatMemoryBuffer):
         window = tail[len(tail) - kept :]
         if kept < len(tail) or self.replaced is not None:
             return _trim_to_valid_start(window)
-        start = self._base._window_start(self._base_length, budget)
-        return _trim_to_valid_start(self._base.messages[start : self._base_length] + window)
+        base: ChatMemoryBuffer = private(self, "_base")
+        base_length: int = private(self, "_base_length")
+        start = base._window_start(base_length, budget)
+        return _trim_to_valid_start(base.messages[start:base_length] + window)
 
     def set(self, messages: Sequence[ChatMessage]) -> None:
         """Replace the whole history (applied at commit)."""

@@ -483,14 +483,17 @@ class AgentRunner(LlamaIndexRunnerAPI):
         stream: bool = False,
         on_run: Callable[[StepRun], None] | None = None,
         rejection: str | None = None,
+        state: TaskState | None = None,
     ) -> TaskStepOutput:
         """Claim and run one step on the runtime loop; `stream` records its events.
 
         `rejection` is a person's reason for refusing the step's tool call (`reject_step`).
+        `state` is the task's, when the caller just loaded it on this loop (no await since).
         """
         self._check_input_type(input)
         self._check_size(input, "the step input")
-        state = self._task_state(task_id)
+        if state is None:
+            state = self._task_state(task_id)
         step = claim(self, state, step_id, input, rejection)
         run = StepRun(task_id, step.step_id, asyncio.current_task())
         LIVE_RUNS.add(run)
@@ -528,8 +531,10 @@ class AgentRunner(LlamaIndexRunnerAPI):
         A step that fails is recorded as `failed` with its error, raises `StepError`, and
         stays in the queue to be edited and retried; nothing already completed changes.
         """
-        step_id, input = resolve_step(self._task_state(task_id), input, step, step_id)
-        return await self._arun_step(task_id, step_id, input, self._step_kwargs(kwargs))
+        state = self._task_state(task_id)  # Loaded once: each load asks the store its version.
+        step_id, input = resolve_step(state, input, step, step_id)
+        kwargs = self._step_kwargs(kwargs)
+        return await self._arun_step(task_id, step_id, input, kwargs, state=state)
 
     def run_step(
         self,

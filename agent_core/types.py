@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from agent_core._private_attrs import private
 from agent_core.effects import Effect
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.memory import ChatMemoryBuffer, MemorySnapshot
@@ -299,7 +300,7 @@ class TaskState(BaseModel):
         can run ahead of it while a step works on its copy, so set the two together with
         `set_extra_state_json` whenever the dict is committed, loaded or restored.
         """
-        return self._extra_state_json or "{}"
+        return private(self, "_extra_state_json") or "{}"
 
     def set_extra_state_json(self, text: str) -> None:
         """Record `text` as the committed JSON of `task.extra_state` (keep the two equal)."""
