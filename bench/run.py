@@ -24,7 +24,15 @@ RESULTS = BENCH / "results" / "latest.json"
 KS = (10, 100)
 TASKS = 7
 ROUNDS = 5
-FRAMEWORKS = ("stepwise-sqlite", "stepwise-memory", "llamaindex", "langgraph")
+# Stepwise's first rows use the tool as users build it (a sync tool in a worker thread); the
+# `-inline` row is the opt-out, `blocking=False`.
+FRAMEWORKS = (
+    "stepwise-sqlite",
+    "stepwise-memory",
+    "stepwise-sqlite-inline",
+    "llamaindex",
+    "langgraph",
+)
 
 
 def _ensure_anchor_env() -> None:
@@ -42,12 +50,9 @@ def _ensure_anchor_env() -> None:
 def _measure_once(framework: str, k: int) -> dict:
     """One framework's tasks, in a fresh process of its own (as every framework gets)."""
     if framework.startswith("stepwise-"):
-        command = [
-            sys.executable,
-            "-m",
-            "bench.stepwise_react",
-            framework.removeprefix("stepwise-"),
-        ]
+        store, _, inline = framework.removeprefix("stepwise-").partition("-")
+        command = [sys.executable, "-m", "bench.stepwise_react", store]
+        command += ["--inline-tool"] if inline else []
     else:
         command = [str(ANCHOR_PYTHON), str(BENCH / "anchors" / "run_anchor.py"), framework]
     command += ["--k", str(k), "--tasks", str(TASKS)]
@@ -90,6 +95,20 @@ def _overhead_table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def _goals(by: dict[tuple[str, int], float], floor_us: float) -> str:
+    """Issue 14's goals beside what this run measured (ratios at K = 10)."""
+    sqlite, memory = by[("stepwise-sqlite", 10)], by[("stepwise-memory", 10)]
+    llama, lang = by[("llamaindex", 10)], by[("langgraph", 10)]
+    growth = by[("stepwise-sqlite", 100)] / sqlite
+    return (
+        f"Goals: LlamaIndex / Stepwise+SQLite {llama / sqlite:.1f}x (>= 2x); "
+        f"LlamaIndex / Stepwise in memory {llama / memory:.1f}x (>= 4x); "
+        f"LangGraph / Stepwise+SQLite {lang / sqlite:.1f}x (>= 10x); "
+        f"K=100 / K=10 {growth:.2f} (<= 1.2); durable step / SQLite floor "
+        f"{sqlite / floor_us:.1f}x (<= 2x)"
+    )
+
+
 def main() -> None:
     """Run everything, print the table, write the JSON."""
     started = time.time()
@@ -111,6 +130,7 @@ def main() -> None:
         f"SQLite floor: the step commits of a K=10 task replayed as raw SQL (no framework): "
         f"{f['replayed_commit_us_median']:.0f} µs per step = LlamaIndex's whole step / "
         f"{by[('llamaindex', 10)] / f['replayed_commit_us_median']:.1f}",
+        _goals(by, f["replayed_commit_us_median"]),
         "",
         f"Parallel plans: 8 items x 200 ms: {p['items_parallel_s']:.2f} s in parallel vs "
         f"{p['items_sequential_s']:.2f} s one at a time = {p['items_speedup']:.1f}x "
