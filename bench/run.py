@@ -86,11 +86,11 @@ def _overhead_table(rows: list[dict]) -> list[str]:
         f"Runner overhead (µs per step, median of {ROUNDS} x {TASKS} tasks; "
         "ratio = theirs / Stepwise+SQLite)"
     ]
-    lines.append(f"  {'framework':20} {'K=10':>9} {'K=100':>9} {'K100/K10':>9} {'ratio@10':>9}")
+    lines.append(f"  {'framework':24} {'K=10':>9} {'K=100':>9} {'K100/K10':>9} {'ratio@10':>9}")
     for name in dict.fromkeys(r["framework"] for r in rows):
         ten, hundred = by[(name, 10)], by[(name, 100)]
         lines.append(
-            f"  {name:20} {ten:9.0f} {hundred:9.0f} {hundred / ten:9.2f} {ten / ours[10]:8.1f}x"
+            f"  {name:24} {ten:9.0f} {hundred:9.0f} {hundred / ten:9.2f} {ten / ours[10]:8.1f}x"
         )
     return lines
 
