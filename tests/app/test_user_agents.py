@@ -79,6 +79,7 @@ def test_the_form_lists_the_users_agent_beside_the_built_in_workers_and_tools(ap
     ok(app.run())
     assert worker_choices(app) == [
         "ReAct",
+        "ReAct with images",
         "Function calling",
         "Planner",
         "Your agent: headline",
