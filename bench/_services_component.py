@@ -50,9 +50,9 @@ async def main(role: str, url: str, prefix: str, port: int, *rest: str) -> None:
     queue = RedisStreamsMessageQueue(url, stream_prefix=prefix, block_ms=500)
     if role == "control_plane":
         await serve_control_plane(pipeline(queue, rest[0].split(","), port=port))
-    else:
-        control_plane = pipeline(queue, [rest[0]], port=port)
-        await serve_service(scripted_service(queue, rest[0], float(rest[1])), control_plane.url)
+    else:  # A service needs only the control plane's address, not one of its own.
+        service = scripted_service(queue, rest[0], float(rest[1]))
+        await serve_service(service, f"http://127.0.0.1:{port}")
 
 
 if __name__ == "__main__":

@@ -66,19 +66,20 @@ def _wait_up(url: str, process: subprocess.Popen) -> None:
     raise RuntimeError(f"{url} did not come up within 60 s")
 
 
+_PIDS: dict[str, int] = {}
+"""The process id behind each server URL this run started."""
+
+
 @contextmanager
 def _process(command: list[str], url: str, env: dict[str, str]) -> Iterator[str]:
     process = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
     try:
         _wait_up(url, process)
-        _PIDS[url] = process.pid
+        _PIDS[url.removesuffix("/health")] = process.pid
         yield url
     finally:
         process.terminate()
         process.wait(timeout=30)
-
-
-_PIDS: dict[str, int] = {}
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -102,7 +103,6 @@ def stepwise_server(folder: Path, **env_extra: str) -> Iterator[str]:
     command = [sys.executable, "-m", "stepwise_cli", "serve", "--port", str(port)]
     command += ["--db", str(folder / "served.db"), "--agent", AGENT]
     with _process(command, f"http://127.0.0.1:{port}/health", env) as url:
-        _PIDS[url.removesuffix("/health")] = _PIDS[url]
         yield url.removesuffix("/health")
 
 

@@ -72,21 +72,27 @@ _EXTERNAL_TAGS = re.compile(
     r"<link\b[^>]*>|<script\b[^>]*\bsrc=[^>]*>\s*</script>|<center>\s*<h1>.*?</h1>\s*</center>",
     re.DOTALL | re.IGNORECASE,
 )
-_OPTIONS = {
-    "layout": {
-        "hierarchical": {
-            "enabled": True,
-            "direction": "UD",
-            "sortMethod": "directed",
-            "levelSeparation": 90,
-            "nodeSpacing": 260,  # Labels run to 40 characters: keep neighbours apart.
-        }
-    },
-    "physics": {"enabled": False},
-    "interaction": {"hover": True, "tooltipDelay": 120, "navigationButtons": False},
-    "nodes": {"shape": "box", "font": {"multi": False, "size": 14}, "margin": 8},
-    "edges": {"arrows": {"to": {"enabled": True, "scaleFactor": 0.6}}, "smooth": False},
-}
+
+
+def dag_options(*, level_separation: int = 90, node_spacing: int = 260) -> dict[str, Any]:
+    """vis-network options for a top-down DAG of boxes, physics off."""
+    hierarchical = {
+        "enabled": True,
+        "direction": "UD",
+        "sortMethod": "directed",
+        "levelSeparation": level_separation,
+        "nodeSpacing": node_spacing,  # Labels run to 40 characters: keep neighbours apart.
+    }
+    return {
+        "layout": {"hierarchical": hierarchical},
+        "physics": {"enabled": False},
+        "interaction": {"hover": True, "tooltipDelay": 120, "navigationButtons": False},
+        "nodes": {"shape": "box", "font": {"multi": False, "size": 14}, "margin": 8},
+        "edges": {"arrows": {"to": {"enabled": True, "scaleFactor": 0.6}}, "smooth": False},
+    }
+
+
+_OPTIONS = dag_options()
 # Runs after pyvis's drawGraph(): turns each node's plain-text `tip` into a tooltip element
 # through textContent (never innerHTML), and when fitting the whole graph made the labels too
 # small to read, shows the newest step near the bottom at a readable zoom (zoom out for more).
@@ -230,10 +236,18 @@ def _legend_item(entry: Any) -> dict[str, Any] | None:
     return item
 
 
-def _component() -> Any:
-    # Declared on each draw: Streamlit registers a component only while a script runs, and
-    # this module may have been imported before (a test, the CLI).
-    return st_components.declare_component(COMPONENT_NAME, path=str(COMPONENT_DIR))
+def declare_dag_component(name: str = COMPONENT_NAME) -> Any:
+    """The click-aware DAG component, registered under `name` (one name per kind of graph).
+
+    Declared on each draw: Streamlit registers a component only while a script runs, and
+    this module may have been imported before (a test, the CLI).
+    """
+    return st_components.declare_component(name, path=str(COMPONENT_DIR))
+
+
+def on_node_click(key: str, on_select: Callable[[str | None], None]) -> Callable[[], None]:
+    """The `on_change` of the component drawn under `key`: `on_select(clicked node id)`."""
+    return partial(_clicked, key, on_select)
 
 
 def _clicked(key: str, on_select: Callable[[str | None], None]) -> None:
@@ -263,7 +277,7 @@ def render_dag(
     try:
         ensure_static_assets()  # A component without its script would stay blank.
         data = dag_data(state)
-        component = _component()
+        component = declare_dag_component()
     except Exception as exc:  # The static copy or the component failed: still show the graph.
         st.caption(f"Interactive graph unavailable ({type(exc).__name__}); showing Graphviz.")
         st.graphviz_chart(to_dot(collapse_older(build_dag(state), keep=MAX_DRAWN_STEPS)))
@@ -274,5 +288,5 @@ def render_dag(
         height=height,
         key=key,
         default=None,
-        on_change=None if on_select is None else partial(_clicked, key, on_select),
+        on_change=None if on_select is None else on_node_click(key, on_select),
     )

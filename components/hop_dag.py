@@ -11,15 +11,18 @@ hop reports its id (`on_select`), so the page can show that hop and its service'
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
 from typing import Any
 
 import streamlit as st
-import streamlit.components.v1 as st_components
 
 from agent_core.dag import STATUS_COLORS
 from agent_services.records import HopRecord, HopStatus, ServiceKind, TaskRecord, TaskStatus
-from components.dag_view import COMPONENT_DIR, ensure_static_assets
+from components.dag_view import (
+    dag_options,
+    declare_dag_component,
+    ensure_static_assets,
+    on_node_click,
+)
 
 __all__ = ["PROPOSED_PREFIX", "TASK_NODE", "hop_dag_data", "hop_of_node", "render_hop_dag"]
 
@@ -44,21 +47,7 @@ _WAITING = {
     HopStatus.REJECTED: "rejected",
     HopStatus.FAILED: "failed",
 }
-_OPTIONS = {
-    "layout": {
-        "hierarchical": {
-            "enabled": True,
-            "direction": "UD",
-            "sortMethod": "directed",
-            "levelSeparation": 80,
-            "nodeSpacing": 240,
-        }
-    },
-    "physics": {"enabled": False},
-    "interaction": {"hover": True, "tooltipDelay": 120, "navigationButtons": False},
-    "nodes": {"shape": "box", "font": {"multi": False, "size": 14}, "margin": 8},
-    "edges": {"arrows": {"to": {"enabled": True, "scaleFactor": 0.6}}, "smooth": False},
-}
+_OPTIONS = dag_options(level_separation=80, node_spacing=240)
 _LEGEND = [
     {"label": "task", "color": _TASK_COLOR},
     {"label": "awaiting approval", "color": _COLORS[HopStatus.PENDING]},
@@ -200,18 +189,6 @@ def hop_of_node(node_id: str | None) -> str | None:
     return node_id.removeprefix(PROPOSED_PREFIX)
 
 
-def _component() -> Any:
-    # Declared on each draw: Streamlit registers a component only while a script runs.
-    return st_components.declare_component("stepwise_hop_dag", path=str(COMPONENT_DIR))
-
-
-def _clicked(key: str, on_select: Callable[[str | None], None]) -> None:
-    value = st.session_state.get(key)
-    if isinstance(value, dict):
-        node = value.get("step")
-        on_select(hop_of_node(node if isinstance(node, str) else None))
-
-
 def render_hop_dag(
     task: TaskRecord,
     hops: Sequence[HopRecord],
@@ -226,7 +203,7 @@ def render_hop_dag(
     key = f"hop-dag-{task.task_id}"
     try:
         ensure_static_assets()  # A component without its script would stay blank.
-        component = _component()
+        component = declare_dag_component("stepwise_hop_dag")
     except Exception as exc:  # The static copy or the component failed: still show the hops.
         st.caption(f"The hop graph is unavailable ({type(exc).__name__}); the hops are below.")
         return
@@ -236,5 +213,7 @@ def render_hop_dag(
         height=height,
         key=key,
         default=None,
-        on_change=None if on_select is None else partial(_clicked, key, on_select),
+        on_change=None
+        if on_select is None
+        else on_node_click(key, lambda node: on_select(hop_of_node(node))),
     )

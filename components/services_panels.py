@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -62,29 +62,26 @@ class Snapshot:
     tasks: list[TaskRecord]
     pending: list[HopRecord]
     inbox: list[HumanRequest]
-    kinds: dict[str, ServiceKind] = field(default_factory=dict)
+
+    @property
+    def kinds(self) -> dict[str, ServiceKind]:
+        """Each service's kind, by name."""
+        return {service.service_name: service.kind for service in self.services}
 
     @property
     def hop_targets(self) -> list[str]:
         """Services a hop can be sent to (agents and people)."""
         return [s.service_name for s in self.services if s.kind in _TAKES_HOPS]
 
-    @property
-    def busy(self) -> bool:
-        """Whether a task is still running (the page refreshes itself while one is)."""
-        return any(task.status is TaskStatus.RUNNING for task in self.tasks)
-
 
 def load_snapshot(connection: Connection) -> Snapshot:
     """Read services, the newest tasks, pending hops and the waiting human requests."""
     client = connection.client
-    services = client.list_services()
     return Snapshot(
-        services=services,
+        services=client.list_services(),
         tasks=client.list_tasks(limit=TASKS_SHOWN),
         pending=client.pending_hops(),
         inbox=client.list_human_requests(),
-        kinds={service.service_name: service.kind for service in services},
     )
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from agent_core.errors import AgentCoreError, UserError
 from agent_core.user_code import EntryKind, parse_entry
+from stepwise_cli.services_args import add_services_parser
 
 __all__ = ["build_parser", "main"]
 
@@ -109,8 +110,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)"
     )
     _add_shared_arguments(serve, default_port=8000)
-    from stepwise_cli.services import add_services_parser
-
     add_services_parser(commands)
     return parser
 

@@ -97,13 +97,11 @@ async def main(config: dict[str, Any]) -> None:
         block_ms=100,
         max_backoff=0.2,
     )
-    control_plane = ControlPlaneServer(
-        queue, PipelineOrchestrator(config.get("services") or ["unused"]), port=config["port"]
-    )
     if config["role"] == "control_plane":
-        await serve_control_plane(control_plane)
-    else:
-        await serve_service(service(config, queue), control_plane.url)
+        orchestrator = PipelineOrchestrator(config["services"])
+        await serve_control_plane(ControlPlaneServer(queue, orchestrator, port=config["port"]))
+    else:  # A service needs only the control plane's address, not one of its own.
+        await serve_service(service(config, queue), f"http://127.0.0.1:{config['port']}")
 
 
 if __name__ == "__main__":
