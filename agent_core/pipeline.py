@@ -33,10 +33,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from agent_core.errors import StepError, UserError
+from agent_core.types import ComponentRun
 
 if TYPE_CHECKING:
     from agent_core.workers.base import BaseAgentWorker
@@ -69,19 +70,6 @@ class ComponentError(StepError):
         # Defaults, because the runner copies the error (`copy.copy` calls `cls(*args)`).
         super().__init__(message, remedy="edit_step")
         self.component = component
-
-
-class ComponentRun(BaseModel):
-    """One component as it ran: what it got, what it returned, and how long it took.
-
-    Values are kept as JSON (cut past `MAX_RECORDED_CHARS`), so a step's record can be stored
-    and drawn; an object JSON cannot hold is kept as its `repr`.
-    """
-
-    name: str
-    inputs: dict[str, Any] = Field(default_factory=dict)
-    output: Any = None
-    latency_ms: float = 0.0
 
 
 @dataclass

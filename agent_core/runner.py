@@ -492,6 +492,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
         """
         self._check_input_type(input)
         self._check_size(input, "the step input")
+        kwargs = self._step_kwargs(kwargs)
         if state is None:
             state = self._task_state(task_id)
         step = claim(self, state, step_id, input, rejection)
@@ -533,7 +534,6 @@ class AgentRunner(LlamaIndexRunnerAPI):
         """
         state = self._task_state(task_id)  # Loaded once: each load asks the store its version.
         step_id, input = resolve_step(state, input, step, step_id)
-        kwargs = self._step_kwargs(kwargs)
         return await self._arun_step(task_id, step_id, input, kwargs, state=state)
 
     def run_step(
@@ -548,6 +548,14 @@ class AgentRunner(LlamaIndexRunnerAPI):
         """Sync twin of `arun_step`."""
         coro = self.arun_step(task_id, input, step, step_id=step_id, **kwargs)
         return run_sync(coro, name="run_step")
+
+    def _resolve_step(
+        self, task_id: str, input: StepInput, step: TaskStep | str | None, step_id: str | None
+    ) -> tuple[str | None, StepInput]:
+        """`resolve_step`, reading the task only when there is something to resolve."""
+        if step is None and not isinstance(input, str):
+            return step_id, input  # Spares the store a version read before the step's own.
+        return resolve_step(self._task_state(task_id), input, step, step_id)
 
     def _step_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         if self.default_tool_choice is None or "tool_choice" in kwargs:
@@ -626,8 +634,8 @@ class AgentRunner(LlamaIndexRunnerAPI):
         The last event is `StepCompletedEvent`; a failure yields `StepFailedEvent` and then
         raises `StepError`. A consumer that stops early leaves the step running to its end.
         """
-        step_id, input = resolve_step(self._task_state(task_id), input, step, step_id)
-        run = await self.astart_step(task_id, step_id, input, **self._step_kwargs(kwargs))
+        step_id, input = self._resolve_step(task_id, input, step, step_id)
+        run = await self.astart_step(task_id, step_id, input, **kwargs)
         async for event in run.awatch():
             yield event
         run.result()  # Raises the step's error after its `step_failed` event.
@@ -642,8 +650,8 @@ class AgentRunner(LlamaIndexRunnerAPI):
         **kwargs: Any,
     ) -> Iterator[StepEvent]:
         """Sync twin of `astream_step`."""
-        step_id, input = resolve_step(self._task_state(task_id), input, step, step_id)
-        run = self.start_step(task_id, step_id, input, **self._step_kwargs(kwargs))
+        step_id, input = self._resolve_step(task_id, input, step, step_id)
+        run = self.start_step(task_id, step_id, input, **kwargs)
         yield from run.watch()
         run.result()
 

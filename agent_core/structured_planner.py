@@ -23,7 +23,7 @@ from agent_core.llms.base import LLM, ChatMessage
 from agent_core.runner import AgentRunner
 from agent_core.tools.base import BaseTool
 from agent_core.types import AgentChatResponse, AgentState, new_id
-from agent_core.workers._plan import PlanError, _extract_json, topological_order, validate_plan
+from agent_core.workers._plan import PlanError, _extract_json, validate_plan
 from agent_core.workers.base import BaseAgentWorker
 
 __all__ = ["Plan", "PlannerAgentState", "StructuredPlannerAgent", "SubTask"]
@@ -111,7 +111,6 @@ def parse_sub_task_plan(text: str) -> Plan:
         expected = {str(i.get("name")): str(i.get("expected_output", "")) for i in items}
         data = {"plan": [_as_plan_item(item) for item in data["sub_tasks"]]}
     checked = validate_plan(data, agents={_AGENT}, raw_text=text)
-    topological_order(checked)  # Cycles are refused here, as for PlannerAgentWorker.
     return Plan(
         sub_tasks=[
             SubTask(

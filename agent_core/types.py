@@ -18,7 +18,6 @@ from agent_core._private_attrs import private
 from agent_core.effects import Effect
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.memory import ChatMemoryBuffer, MemorySnapshot
-from agent_core.pipeline import ComponentRun
 
 __all__ = [
     "DONE_STATUSES",
@@ -227,6 +226,20 @@ class ToolOutput(BaseModel):
 
     def __str__(self) -> str:
         return self.content
+
+
+class ComponentRun(BaseModel):
+    """One component as it ran: what it got, what it returned, and how long it took.
+
+    Values are kept as JSON (cut past `agent_core.pipeline.MAX_RECORDED_CHARS`), so a step's
+    record can be stored and drawn; an object JSON cannot hold is kept as its `repr`.
+    Defined here, not beside the pipeline, so the core types do not load the pipeline.
+    """
+
+    name: str
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    output: Any = None
+    latency_ms: float = 0.0
 
 
 class TaskStepOutput(BaseModel):
