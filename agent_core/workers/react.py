@@ -140,7 +140,7 @@ class ReActAgentWorker(ToolCallingWorker):
     def finalize_task(self, task: Task, **kwargs: Any) -> list[ChatMessage]:
         """The question and the final answer join the conversation; the reasoning does not."""
         replies = [m for m in task.memory.get_all() if m.role == "assistant"]
-        answer = parse_react_output(replies[-1].content) if replies else None
+        answer = self._parse(replies[-1].content) if replies else None
         text = answer.answer if isinstance(answer, ReActAnswer) else ""
         return [
             ChatMessage(role="user", content=task.input),
