@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from agent_core import _confined
+from agent_core import confined
 
 if TYPE_CHECKING:
     from agent_core.llms.base import ChatMessage
@@ -39,7 +39,7 @@ __all__ = [
 class FileWriteEffect(BaseModel):
     """A file was created or overwritten; `previous` holds its bytes before (base64).
 
-    The snapshot and the restore go through `agent_core._confined`: inside `folder`, no link
+    The snapshot and the restore go through `agent_core.confined`: inside `folder`, no link
     is followed at any level, so a link swapped in since the write cannot redirect the undo.
     """
 
@@ -66,11 +66,11 @@ class FileWriteEffect(BaseModel):
         """
         path = Path(path)
         try:
-            previous = _confined.read_file(path.parent, path.name, limit=limit)
+            previous = confined.read_file(path.parent, path.name, limit=limit)
         except FileNotFoundError:
             previous = None
         if previous is not None and len(previous) > limit:
-            raise _confined.ConfinedFileError(
+            raise confined.ConfinedFileError(
                 errno.EFBIG, f"{path.name!r} is over {limit:,} bytes, too big to keep for undo"
             )
         return cls.written(path.parent, path.name, previous)
@@ -86,9 +86,9 @@ class FileWriteEffect(BaseModel):
         try:
             folder, relative = self._where()
             if self.previous is None:
-                _confined.remove_file(folder, relative)
+                confined.remove_file(folder, relative)
             else:
-                with _confined.update_file(folder, relative, keep_limit=None) as update:
+                with confined.update_file(folder, relative, keep_limit=None) as update:
                     update.replace(base64.b64decode(self.previous))
         except (OSError, ValueError) as exc:
             return f"could not restore {self.path}: {exc}"

@@ -23,10 +23,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_core._nesting import MAX_NESTING, too_deep
-from agent_core._runtime import run_sync
 from agent_core.errors import LLMError, UserError
 from agent_core.llms.base import LLM, ChatMessage, ChatResponse, ToolCall, ToolSpec, Usage
-from agent_core.workers._react_format import (
+from agent_core.runtime.loop import run_sync
+from agent_core.workers.react_format import (
     FORMAT_REMINDER,
     ReActAction,
     ReActParseError,

@@ -4,7 +4,7 @@ Tasks record the spec they run with, so a restarted app can rebuild the worker o
 task. A spec never holds a key: keys come from the environment (or the caller) at build time.
 
 A spec can name the user's own agent (`agent`) and tools modules (in `tools`), registered with
-`stepwise ui --agent/--tools` or `[tool.stepwise]` (see `agent_core.user_code`). The spec
+`stepwise ui --agent/--tools` or `[tool.stepwise]` (see `agent_core.user_code.registry`). The spec
 records where each was loaded from (`agent_target`, `tool_modules`), so a task is rebuilt from
 its record even where the name is no longer registered.
 """
@@ -20,11 +20,11 @@ from agent_core.errors import UserError
 from agent_core.llms.base import LLM
 from agent_core.llms.pricing import PriceTable
 from agent_core.llms.scripted import HumanLLM
-from agent_core.parallel import DEFAULT_MAX_CONCURRENCY, ParallelAgentRunner
+from agent_core.runtime.parallel import DEFAULT_MAX_CONCURRENCY, ParallelAgentRunner
 from agent_core.store.base import Store
 from agent_core.tools.base import BaseTool
 from agent_core.tools.workspace import Workspace
-from agent_core.user_code import UserCodeRegistry, check_entry, default_registry
+from agent_core.user_code.registry import UserCodeRegistry, check_entry, default_registry
 from agent_core.workers.base import BaseAgentWorker
 
 __all__ = ["DEFAULT_MODELS", "AgentSpec", "ProviderName", "ToolName", "WorkerKind"]
@@ -200,7 +200,7 @@ class AgentSpec(BaseModel):
             api_key: The provider's key (else the environment's).
             prices: Price overrides for the model.
             registry: Where the user's agents and tools come from (default: the process's,
-                `agent_core.user_code.default_registry()`).
+                `agent_core.user_code.registry.default_registry()`).
 
         Raises:
             UserCodeError: The user's agent or tools failed to import or build.

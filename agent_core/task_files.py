@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
-from agent_core import _confined
+from agent_core import confined
 from agent_core.effects import FileWriteEffect, IrreversibleEffect
 from agent_core.errors import UserError
 from agent_core.types import Task, TaskState, TaskStepOutput
@@ -117,7 +117,7 @@ def read_preview(task: Task, relative_path: str, limit: int) -> FilePreview:
     folder = _existing_folder(task)
     parts = _parts(relative_path)
     try:
-        with _confined.opened_file(folder, "/".join(parts)) as (fd, info):
+        with confined.opened_file(folder, "/".join(parts)) as (fd, info):
             data = os.read(fd, max(limit, 0))
     except OSError as exc:
         message = f"cannot read {relative_path!r} in the task's workspace: {_why(exc)}"
@@ -145,7 +145,7 @@ def zip_bytes(task: Task) -> bytes:
                         f"to zip here; they are in {folder}"
                     )
                 try:
-                    with _confined.opened_file(folder, relative) as (fd, _):
+                    with confined.opened_file(folder, relative) as (fd, _):
                         archive.writestr(relative, _read_all(fd))
                 except OSError:  # Removed, linked or swapped for a link since the walk.
                     continue
@@ -236,7 +236,7 @@ def _walk(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
     try:
         if not stat.S_ISDIR(folder.lstat().st_mode):
             return
-        for relative, info in _confined.walk(folder, "."):
+        for relative, info in confined.walk(folder, "."):
             if stat.S_ISREG(info.st_mode):
                 yield relative, info
     except OSError:  # Removed or swapped while walking: what was found is shown.

@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent_core._worker_state import dump_state
 from agent_core.errors import UserError
+from agent_core.runtime.worker_state import dump_state
 from agent_core.spec import AgentSpec
 from agent_core.store.base import MemoryWrite, Store, TaskChange
 from agent_core.types import TaskState, TaskStep, new_id, short_id, utcnow

@@ -231,7 +231,7 @@ class ToolOutput(BaseModel):
 class ComponentRun(BaseModel):
     """One component as it ran: what it got, what it returned, and how long it took.
 
-    Values are kept as JSON (cut past `agent_core.pipeline.MAX_RECORDED_CHARS`), so a step's
+    Values are kept as JSON (cut past `agent_core.workers.pipeline.MAX_RECORDED_CHARS`), so a step's
     record can be stored and drawn; an object JSON cannot hold is kept as its `repr`.
     Defined here, not beside the pipeline, so the core types do not load the pipeline.
     """

@@ -1,69 +1,7 @@
-"""Multi-agent services over a message queue, after llama-agents, steppable by a person.
+"""Moved to `stepwise.services`; this name stays importable, with a warning, until Stepwise 0.3."""
 
-Each agent is a service that takes tasks from a queue; a control plane tracks tasks and
-services and asks an orchestrator which service takes a task's next hop. Never imports
-streamlit.
-"""
+import sys
 
-from agent_services.client import AsyncServicesClient, ServicesClient
-from agent_services.control_plane import ControlPlaneServer
-from agent_services.errors import ControlPlaneError, ServicesError, TaskFailedError
-from agent_services.launchers import LocalLauncher, ServerLauncher
-from agent_services.message_queues import (
-    BaseMessageQueue,
-    BaseMessageQueueConsumer,
-    CallableMessageConsumer,
-    DeadLetter,
-    MessageQueueUnavailableError,
-    RedisStreamsMessageQueue,
-    SimpleMessageQueue,
-)
-from agent_services.messages import (
-    ActionTypes,
-    QueueMessage,
-    ServiceDefinition,
-    TaskDefinition,
-    TaskResult,
-    ToolCall,
-    ToolCallResult,
-)
-from agent_services.orchestrators import AgentOrchestrator, PipelineOrchestrator
-from agent_services.services import (
-    AgentService,
-    HumanService,
-    MetaServiceTool,
-    ServiceAsTool,
-    ToolService,
-)
+from agent_core._moved import alias_package
 
-__all__ = [
-    "ActionTypes",
-    "AgentOrchestrator",
-    "AgentService",
-    "AsyncServicesClient",
-    "BaseMessageQueue",
-    "BaseMessageQueueConsumer",
-    "CallableMessageConsumer",
-    "ControlPlaneError",
-    "ControlPlaneServer",
-    "DeadLetter",
-    "HumanService",
-    "LocalLauncher",
-    "MessageQueueUnavailableError",
-    "MetaServiceTool",
-    "PipelineOrchestrator",
-    "QueueMessage",
-    "RedisStreamsMessageQueue",
-    "ServerLauncher",
-    "ServiceAsTool",
-    "ServiceDefinition",
-    "ServicesClient",
-    "ServicesError",
-    "SimpleMessageQueue",
-    "TaskDefinition",
-    "TaskFailedError",
-    "TaskResult",
-    "ToolCall",
-    "ToolCallResult",
-    "ToolService",
-]
+sys.modules[__name__] = alias_package(__name__, "stepwise.services")

@@ -17,14 +17,14 @@ from agent_core import AgentRunner
 from agent_core.llms import ChatMessage, FunctionLLM, ToolSpec
 from agent_core.store import InMemoryStore
 from agent_core.workers import FunctionCallingAgentWorker
-from agent_services import (
+from stepwise.services import (
     AgentService,
     BaseMessageQueue,
     ControlPlaneServer,
     PipelineOrchestrator,
     RedisStreamsMessageQueue,
 )
-from agent_services.launchers import serve_control_plane, serve_service
+from stepwise.services.launchers import serve_control_plane, serve_service
 
 
 def scripted_service(queue: BaseMessageQueue, name: str, delay: float = 0.0) -> AgentService:

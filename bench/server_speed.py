@@ -100,7 +100,7 @@ def stepwise_server(folder: Path, **env_extra: str) -> Iterator[str]:
     port = _free_port()
     env = {**os.environ, "STEPWISE_WORKSPACES": str(folder / "ws"), **env_extra}
     env.pop("STEPWISE_API_TOKEN", None)
-    command = [sys.executable, "-m", "stepwise_cli", "serve", "--port", str(port)]
+    command = [sys.executable, "-m", "stepwise.cli", "serve", "--port", str(port)]
     command += ["--db", str(folder / "served.db"), "--agent", AGENT]
     with _process(command, f"http://127.0.0.1:{port}/health", env) as url:
         yield url.removesuffix("/health")

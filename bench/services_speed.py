@@ -37,8 +37,8 @@ from pathlib import Path
 
 import httpx
 
-from agent_services import SimpleMessageQueue
 from bench._services_component import pipeline, scripted_service
+from stepwise.services import SimpleMessageQueue
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"

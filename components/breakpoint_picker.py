@@ -12,7 +12,7 @@ import re
 import streamlit as st
 
 from agent_core import AtStep, CostOver, OnTool
-from agent_core.breakpoints import Breakpoint
+from agent_core.runtime.breakpoints import Breakpoint
 
 __all__ = ["chosen_breakpoints", "describe_breakpoints", "render_breakpoints"]
 

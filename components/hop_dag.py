@@ -16,13 +16,13 @@ from typing import Any
 import streamlit as st
 
 from agent_core.dag import STATUS_COLORS
-from agent_services.records import HopRecord, HopStatus, ServiceKind, TaskRecord, TaskStatus
 from components.dag_view import (
     dag_options,
     declare_dag_component,
     ensure_static_assets,
     on_node_click,
 )
+from stepwise.services.records import HopRecord, HopStatus, ServiceKind, TaskRecord, TaskStatus
 
 __all__ = ["PROPOSED_PREFIX", "TASK_NODE", "hop_dag_data", "hop_of_node", "render_hop_dag"]
 

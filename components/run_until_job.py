@@ -16,8 +16,8 @@ import time
 import streamlit as st
 
 from agent_core import ParallelAgentRunner
-from agent_core.breakpoints import Breakpoint, RunUntilResult
 from agent_core.errors import UserError
+from agent_core.runtime.breakpoints import Breakpoint, RunUntilResult
 from components import state
 from components.messages import describe, humanize
 

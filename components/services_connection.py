@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import httpx
 import streamlit as st
 
-from agent_services import ControlPlaneError, ServicesClient
 from components import runtime
 from components.services_local import DEMO_NOTE, LocalControlPlane, start_local_control_plane
+from stepwise.services import ControlPlaneError, ServicesClient
 
 __all__ = [
     "LOCAL",

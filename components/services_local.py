@@ -3,7 +3,7 @@
 "Local" on the Services page means this: the quickstart's two agents
 (`examples/services_quickstart.py`, on its scripted models), a human service whose requests
 wait in the page's inbox, and an `AgentOrchestrator` on the scripted demo router
-(`agent_services.demo`), all on a `SimpleMessageQueue` in one background thread, with the
+(`stepwise.services.demo`), all on a `SimpleMessageQueue` in one background thread, with the
 control plane's HTTP API on a free loopback port behind a random token. It starts once per
 server process (`st.cache_resource`), needs no Redis and makes no model calls, so `make run`
 shows a working Services page. The agents keep their Stepwise tasks in the app's own store,
@@ -28,7 +28,7 @@ from agent_core import AgentRunner
 from agent_core.store import Store
 from agent_core.tools import FunctionTool
 from agent_core.workers import FunctionCallingAgentWorker
-from agent_services import (
+from stepwise.services import (
     AgentOrchestrator,
     AgentService,
     ControlPlaneServer,
@@ -36,8 +36,8 @@ from agent_services import (
     ServerLauncher,
     SimpleMessageQueue,
 )
-from agent_services.demo import demo_router_llm
-from agent_services.services.base import BaseService
+from stepwise.services.demo import demo_router_llm
+from stepwise.services.services.base import BaseService
 
 __all__ = [
     "DEMO_NOTE",

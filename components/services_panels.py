@@ -16,8 +16,11 @@ from typing import Any
 import httpx
 import streamlit as st
 
-from agent_services import ServicesError
-from agent_services.records import (
+from components import runtime, state
+from components.messages import plain, plural
+from components.services_connection import Connection, explain_error
+from stepwise.services import ServicesError
+from stepwise.services.records import (
     HopRecord,
     HumanRequest,
     ServiceKind,
@@ -25,9 +28,6 @@ from agent_services.records import (
     TaskRecord,
     TaskStatus,
 )
-from components import runtime, state
-from components.messages import plain, plural
-from components.services_connection import Connection, explain_error
 
 __all__ = [
     "NOTICE_AT",

@@ -11,13 +11,13 @@ from __future__ import annotations
 import httpx
 import streamlit as st
 
-from agent_services import ServicesError
-from agent_services.records import HopRecord, HopStatus, TaskRecord
 from components import state
 from components.hop_dag import render_hop_dag
 from components.messages import plain
 from components.services_connection import Connection, explain_error
 from components.services_panels import Snapshot, in_app_store, short_id
+from stepwise.services import ServicesError
+from stepwise.services.records import HopRecord, HopStatus, TaskRecord
 
 __all__ = ["render_task_view"]
 

@@ -17,7 +17,7 @@ from agent_core.errors import AgentCoreError, UserCodeError, UserError
 from agent_core.llms.content import ImagePart
 from agent_core.llms.openai import OPENAI_COMPATIBLE_PRESETS
 from agent_core.spec import DEFAULT_MODELS, AgentSpec
-from agent_core.user_code import UserCodeRegistry, default_registry
+from agent_core.user_code.registry import UserCodeRegistry, default_registry
 from components import runtime, state
 from components.actions import attempt, show_message, show_notice
 from components.intro import render_intro

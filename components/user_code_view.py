@@ -10,7 +10,7 @@ import streamlit as st
 
 from agent_core import user_code
 from agent_core.errors import UserCodeError
-from agent_core.user_code import AgentEntry, ToolsEntry, UserCodeRegistry
+from agent_core.user_code.registry import AgentEntry, ToolsEntry, UserCodeRegistry
 from components import state
 
 __all__ = ["RELOAD_HELP", "render_code_error", "render_user_code"]

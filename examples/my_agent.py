@@ -18,7 +18,7 @@ import my_tools  # A sibling module: Stepwise puts this file's folder on sys.pat
 from agent_core.demos import DEMO_MODEL_NAME
 from agent_core.llms import LLM, ChatMessage, FunctionLLM, ToolSpec
 from agent_core.types import Task
-from agent_core.user_code import tools_from_module
+from agent_core.user_code.registry import tools_from_module
 from agent_core.workers import CustomSimpleAgentWorker
 
 MAX_WORDS = 8

@@ -21,7 +21,7 @@ from agent_core.llms import LLM, ChatMessage, ChatResponse, FunctionLLM, ToolCal
 from agent_core.spec import AgentSpec
 from agent_core.tools import FunctionTool
 from agent_core.workers import FunctionCallingAgentWorker
-from agent_services import (
+from stepwise.services import (
     AgentOrchestrator,
     AgentService,
     BaseMessageQueue,

@@ -1,4 +1,4 @@
-"""Services: watch and steer multi-agent services (`agent_services`) through a control plane.
+"""Services: watch and steer multi-agent services (`stepwise.services`) through a control plane.
 
 Pointed at the local demo control plane (scripted services inside this app, no Redis) or at
 one started with `stepwise services up`. It shows the registered services, the tasks with
@@ -14,7 +14,6 @@ from __future__ import annotations
 import httpx
 import streamlit as st
 
-from agent_services import ServicesError
 from components.actions import show_notice
 from components.messages import plain
 from components.services_connection import Connection, explain_error, render_connection
@@ -30,6 +29,7 @@ from components.services_panels import (
     selected_task,
 )
 from components.services_task_view import render_task_view
+from stepwise.services import ServicesError
 
 LIVE_EVERY_S = 2.0
 

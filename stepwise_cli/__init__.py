@@ -1,10 +1,7 @@
-"""The `stepwise` command: the app (`ui`), the HTTP server (`serve`), services (`services`).
+"""Moved to `stepwise.cli`; this name stays importable, with a warning, until Stepwise 0.3."""
 
-`stepwise ui` starts the app on your own agents and tools, `stepwise serve` serves the runtime
-over HTTP, and `stepwise services up CONFIG` / `status` start and watch multi-agent services.
-The entry point is `stepwise_cli.main:main`. It runs
-from a source checkout or an editable install (`pip install -e .`): the app (`app.py`,
-`pages/`, `components/`) is found beside this package.
-"""
+import sys
 
-__all__: list[str] = []
+from agent_core._moved import alias_package
+
+sys.modules[__name__] = alias_package(__name__, "stepwise.cli")

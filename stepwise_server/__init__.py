@@ -1,9 +1,7 @@
-"""Stepwise over HTTP: the Execute Agent API, the Agent Protocol and Stepwise's extensions.
+"""Moved to `stepwise.server`; this name stays importable, with a warning, until Stepwise 0.3."""
 
-A client of `agent_core` like the app; `agent_core` never imports it.
-"""
+import sys
 
-from stepwise_server.app import create_app
-from stepwise_server.settings import ServerSettings
+from agent_core._moved import alias_package
 
-__all__ = ["ServerSettings", "create_app"]
+sys.modules[__name__] = alias_package(__name__, "stepwise.server")

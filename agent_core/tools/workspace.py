@@ -3,7 +3,7 @@
 A task's tools share the folder `root/<workspace_id>`, where the workspace id is the outermost
 task's id (a planner's sub-agents share their parent task's folder). A path from a model is
 accepted only when it is relative and has no `..`; reads, writes and listings then go through
-`agent_core._confined`, which follows no symbolic link at any level of the path (whatever is
+`agent_core.confined`, which follows no symbolic link at any level of the path (whatever is
 swapped in meanwhile) and refuses files with more than one hard link.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import NoReturn
 
-from agent_core import _confined
+from agent_core import confined
 from agent_core.effects import FileWriteEffect, current_step, record_effect
 from agent_core.errors import ToolError
 
@@ -101,7 +101,7 @@ class Workspace:
         """
         relative = _checked(relative_path)
         try:
-            return _confined.read_file(self.folder(), relative, limit=limit)
+            return confined.read_file(self.folder(), relative, limit=limit)
         except FileNotFoundError:
             raise ToolError(
                 f"there is no file {relative_path!r} in the workspace; list_files shows what is"
@@ -122,7 +122,7 @@ class Workspace:
         relative = _checked(relative_path)
         folder = self.folder()
         try:
-            with _confined.update_file(folder, relative, keep_limit=MAX_KEPT_BYTES) as update:
+            with confined.update_file(folder, relative, keep_limit=MAX_KEPT_BYTES) as update:
                 record_effect(FileWriteEffect.written(folder, relative, update.previous))
                 update.replace(data)
         except OSError as exc:
@@ -139,7 +139,7 @@ class Workspace:
         """
         relative = "." if relative_path.strip() in ("", ".") else _checked(relative_path)
         try:
-            return relative, _confined.entry_stat(self.folder(), relative)
+            return relative, confined.entry_stat(self.folder(), relative)
         except FileNotFoundError:
             raise ToolError(
                 f"there is no folder {relative_path!r} in the workspace; try list_files('.')"
@@ -154,7 +154,7 @@ class Workspace:
             ToolError: A folder on the way became a link or vanished.
         """
         try:
-            yield from _confined.walk(self.folder(), relative_folder)
+            yield from confined.walk(self.folder(), relative_folder)
         except OSError as exc:
             raise _file_error("list", relative_folder, exc) from None
 
@@ -191,7 +191,7 @@ def _file_error(verb: str, relative_path: str, exc: OSError) -> ToolError:
         )
     if isinstance(exc, NotADirectoryError):
         return ToolError(f"cannot {verb} {relative_path!r}: {exc.strerror}")
-    if isinstance(exc, _confined.ConfinedFileError):
+    if isinstance(exc, confined.ConfinedFileError):
         return ToolError(f"refused to {verb} {relative_path!r}: {exc.strerror}; {_ALLOWED}")
     return ToolError(f"cannot {verb} {relative_path!r}: {exc.strerror or exc}")
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent_core._telemetry_hooks import traced_chat
 from agent_core.effects import current_step
 from agent_core.errors import LLMError
 from agent_core.events import EventSink, TokenDeltaEvent
 from agent_core.llms.base import LLM, ChatMessage, ChatResponse, ToolSpec
+from agent_core.telemetry.hooks import traced_chat
 from agent_core.types import TaskStep
 
 __all__ = ["step_chat"]

@@ -15,13 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent_core._worker_state import dump_state
+from agent_core.runtime.worker_state import dump_state
 from agent_core.store.base import MemoryWrite, TaskChange
 from agent_core.types import StepKind, Task, TaskState, TaskStep
 from agent_core.workers.base import BaseAgentWorker
 
 if TYPE_CHECKING:
-    from agent_core.runner import AgentRunner
+    from agent_core.runtime.runner import AgentRunner
 
 __all__ = ["SubTask", "sub_task_key", "waits_for_a_person"]
 
@@ -95,6 +95,6 @@ class SubTask:
 
 
 def _private_runner(worker: BaseAgentWorker) -> AgentRunner:
-    from agent_core.runner import AgentRunner  # The runner imports the workers package.
+    from agent_core.runtime.runner import AgentRunner  # The runner imports the workers package.
 
     return AgentRunner(worker, conversation_id=None)

@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent_core._telemetry_hooks import traced_tool_call
-from agent_core.breakpoints import HOLD_TOOL
 from agent_core.errors import UserError
 from agent_core.events import EventSink, ToolCallFinishedEvent, ToolCallStartedEvent
+from agent_core.runtime.breakpoints import HOLD_TOOL
+from agent_core.telemetry.hooks import traced_tool_call
 from agent_core.tools.base import BaseTool
 from agent_core.types import StepInput, StepKind, TaskStep, ToolOutput
 

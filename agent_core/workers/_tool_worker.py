@@ -78,7 +78,7 @@ class ToolCallingWorker(BaseAgentWorker):
     ) -> TaskStepOutput:
         """Ask the model what to do next; answer, or queue or run its tool calls.
 
-        `kwargs` are `arun_step`'s; with `HOLD_TOOL` (`agent_core.breakpoints`) among them,
+        `kwargs` are `arun_step`'s; with `HOLD_TOOL` (`agent_core.runtime.breakpoints`) among them,
         matching calls wait as their own steps.
         """
 

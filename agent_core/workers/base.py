@@ -12,14 +12,14 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
-from agent_core._runtime import iterate_sync, run_sync
-from agent_core._streaming import Finished, relay_events
 from agent_core.events import StepCompletedEvent, StepEvent
 from agent_core.llms.base import ChatMessage
+from agent_core.runtime.loop import iterate_sync, run_sync
+from agent_core.runtime.streaming import Finished, relay_events
 from agent_core.types import Task, TaskStep, TaskStepOutput
 
 if TYPE_CHECKING:
-    from agent_core.runner import AgentRunner
+    from agent_core.runtime.runner import AgentRunner
 
 __all__ = ["BaseAgentWorker"]
 
@@ -77,6 +77,6 @@ class BaseAgentWorker(ABC):
 
     def as_agent(self, **kwargs: Any) -> AgentRunner:
         """An `AgentRunner` driving this worker (`kwargs` go to the runner)."""
-        from agent_core.runner import AgentRunner
+        from agent_core.runtime.runner import AgentRunner
 
         return AgentRunner(self, **kwargs)

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from agent_core._tokens import estimate_tokens
-from agent_core.breakpoints import HOLD_TOOL
 from agent_core.errors import AgentCoreError, StepError, UserError
 from agent_core.events import (
     EventSink,
@@ -31,6 +30,7 @@ from agent_core.events import (
     ToolCallStartedEvent,
 )
 from agent_core.llms.base import LLM, ChatMessage, Usage
+from agent_core.runtime.breakpoints import HOLD_TOOL
 from agent_core.types import StepInput, StepKind, Task, TaskStep, TaskStepOutput
 from agent_core.workers._chat import step_chat
 from agent_core.workers._plan import (

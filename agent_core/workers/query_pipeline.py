@@ -19,9 +19,9 @@ from typing import Any, NamedTuple
 
 from agent_core.errors import StepError, UserError
 from agent_core.llms.base import ChatMessage
-from agent_core.pipeline import Pipeline, PipelineBuildError
 from agent_core.types import StepKind, Task, TaskStep, TaskStepOutput
 from agent_core.workers.base import BaseAgentWorker
+from agent_core.workers.pipeline import Pipeline, PipelineBuildError
 
 __all__ = ["PIPELINE_ARGS", "PipelineReply", "QueryPipelineAgentWorker"]
 

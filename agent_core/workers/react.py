@@ -20,12 +20,6 @@ from agent_core.llms.base import LLM, ChatMessage, ChatResponse
 from agent_core.tools.base import BaseTool
 from agent_core.types import Task, TaskStep, TaskStepOutput, ToolOutput
 from agent_core.workers._react_compat import FailureHandler, failure_answer, iterations_used
-from agent_core.workers._react_format import (
-    ReActAnswer,
-    ReActParseError,
-    parse_react_output,
-    system_prompt,
-)
 from agent_core.workers._tool_steps import (
     ToolStepCall,
     call_step,
@@ -37,6 +31,12 @@ from agent_core.workers._tool_steps import (
     unknown_tool_output,
 )
 from agent_core.workers._tool_worker import DEFAULT_MAX_ITERATIONS, ToolCallingWorker
+from agent_core.workers.react_format import (
+    ReActAnswer,
+    ReActParseError,
+    parse_react_output,
+    system_prompt,
+)
 from agent_core.workers.react_formatter import ReActChatFormatter
 from agent_core.workers.react_output_parser import ReActOutputParser, from_reasoning_step
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from agent_core.llms.base import ChatMessage, MessageRole
 from agent_core.tools.base import BaseTool
-from agent_core.workers._react_format import _describe, system_prompt
+from agent_core.workers.react_format import _describe, system_prompt
 
 __all__ = ["ReActChatFormatter"]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agent_core.workers._react_format import (
+from agent_core.workers.react_format import (
     ReActAction,
     ReActAnswer,
     ReActParseError,

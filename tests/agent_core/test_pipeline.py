@@ -9,13 +9,13 @@ import threading
 import pytest
 
 from agent_core.llms import ScriptedLLM
-from agent_core.pipeline import (
+from agent_core.workers import ReActAgentWorker
+from agent_core.workers.pipeline import (
     MAX_RECORDED_CHARS,
     ComponentError,
     Pipeline,
     PipelineBuildError,
 )
-from agent_core.workers import ReActAgentWorker
 
 from .conftest import answer
 

@@ -9,9 +9,9 @@ import pytest
 
 from agent_core import AgentRunner, StepKind, StepStatus
 from agent_core.errors import StepError, WorkerStateError
-from agent_core.pipeline import ComponentError, Pipeline, PipelineBuildError
 from agent_core.store import SQLiteStore
 from agent_core.workers import PipelineReply, QueryPipelineAgentWorker
+from agent_core.workers.pipeline import ComponentError, Pipeline, PipelineBuildError
 
 QUESTION = "Count to three"
 

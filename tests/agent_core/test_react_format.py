@@ -5,7 +5,7 @@ import random
 import pytest
 
 from agent_core.llms.base import ToolSpec
-from agent_core.workers._react_format import (
+from agent_core.workers.react_format import (
     FORMAT_REMINDER,
     ReActAction,
     ReActAnswer,

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from agent_core import AgentRunner, StepStatus
-from agent_core._runtime import run_sync, runtime_loop
 from agent_core.errors import StepError, UserError
 from agent_core.llms import FunctionLLM, ScriptedLLM
 from agent_core.llms.base import ChatMessage, ToolSpec
+from agent_core.runtime.loop import run_sync, runtime_loop
 from agent_core.tools import FunctionTool
 from agent_core.workers import ReActAgentWorker
 

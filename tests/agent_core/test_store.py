@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from agent_core import AgentRunner, StepStatus, TaskState, TaskStatus
-from agent_core._claims import CLAIM_PERSIST_DELAY_S
 from agent_core.errors import ConflictError, StepError, StoreError, TaskNotFoundError
 from agent_core.llms import ChatMessage, FunctionLLM, ScriptedLLM, ToolSpec
+from agent_core.runtime.claims import CLAIM_PERSIST_DELAY_S
 from agent_core.store import InMemoryStore, MemoryWrite, SQLiteStore, Store, TaskChange
 from agent_core.tools import FunctionTool
 from agent_core.types import TaskStep

@@ -20,10 +20,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from agent_core import AgentRunner, _telemetry_hooks, telemetry
+from agent_core import AgentRunner, telemetry
 from agent_core.demos import SCENARIOS
 from agent_core.errors import LLMError, StepError, UserError
 from agent_core.llms import FunctionLLM, OpenAILLM, ScriptedLLM
+from agent_core.telemetry import hooks as telemetry_hooks
 from agent_core.tools import FunctionTool
 from agent_core.workers import FunctionCallingAgentWorker, ReActAgentWorker
 
@@ -303,7 +304,7 @@ def test_nothing_is_emitted_when_not_instrumented(make_agent: MakeAgent, exporte
     agent, _ = make_agent()
     run_seed(agent)
     assert not telemetry.is_instrumented()
-    assert _telemetry_hooks.tracing is None
+    assert telemetry_hooks.tracing is None
     assert exporter.get_finished_spans() == ()
 
 
@@ -449,13 +450,13 @@ def test_the_endpoint_variable_sends_the_spans_to_an_otlp_collector(
 ):
     url, posts = collector
     monkeypatch.setenv("STEPWISE_OTLP_ENDPOINT", url)
-    monkeypatch.setattr(_telemetry_hooks, "tracing", _telemetry_hooks.UNRESOLVED)
+    monkeypatch.setattr(telemetry_hooks, "tracing", telemetry_hooks.UNRESOLVED)
     try:
         agent, _ = make_agent()
         task_id = run_seed(agent)
         assert telemetry.is_instrumented()
-        tracing = _telemetry_hooks.tracing
-        assert tracing is not None and not isinstance(tracing, _telemetry_hooks._Unresolved)
+        tracing = telemetry_hooks.tracing
+        assert tracing is not None and not isinstance(tracing, telemetry_hooks._Unresolved)
         assert tracing.provider.force_flush(10_000)
     finally:
         telemetry.uninstrument()

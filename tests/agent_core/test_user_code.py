@@ -11,14 +11,14 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from agent_core._user_imports import forget_user_modules
 from agent_core.demos import DEMO_MODEL_NAME
 from agent_core.errors import AgentCoreError, UserCodeError, UserError
 from agent_core.llms import ScriptedLLM
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
 from agent_core.tools.base import FunctionTool
-from agent_core.user_code import (
+from agent_core.user_code.imports import forget_user_modules
+from agent_core.user_code.registry import (
     AGENTS_ENV,
     TOOLS_ENV,
     UserCodeRegistry,

@@ -16,7 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from agent_core.demos import SCENARIOS
-from agent_core.runner import AgentRunner
+from agent_core.runtime.runner import AgentRunner
 from agent_core.store import SQLiteStore
 from agent_core.types import StepStatus
 from components.graph_panel import selection_key, undo_to_here

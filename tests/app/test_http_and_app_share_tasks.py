@@ -9,8 +9,8 @@ from streamlit.testing.v1 import AppTest
 
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
-from stepwise_server import ServerSettings
-from tests.server.conftest import running_server
+from stepwise.server import ServerSettings
+from tests.stepwise.server.conftest import running_server
 
 SEED = "What is (121 * 3) + 42?"
 

@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from agent_core.llms import ScriptedLLM
-from agent_core.runner import AgentRunner
+from agent_core.runtime.runner import AgentRunner
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
 from agent_core.task_files import workspace_folder

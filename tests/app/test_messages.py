@@ -24,8 +24,8 @@ from agent_core.errors import (
 )
 from agent_core.llms import FunctionLLM, ScriptedLLM
 from agent_core.llms.base import ChatMessage, ChatResponse, ToolCall
-from agent_core.parallel import ParallelAgentRunner
-from agent_core.runner import AgentRunner
+from agent_core.runtime.parallel import ParallelAgentRunner
+from agent_core.runtime.runner import AgentRunner
 from agent_core.spec import AgentSpec
 from agent_core.tools.arithmetic import arithmetic_tools
 from agent_core.types import TaskState

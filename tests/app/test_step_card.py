@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from agent_core.demos import SCENARIOS
 from agent_core.llms.base import ChatMessage, Usage
-from agent_core.runner import AgentRunner
+from agent_core.runtime.runner import AgentRunner
 from agent_core.types import StepKind, StepStatus, TaskStep, TaskStepOutput, ToolOutput
 from components.step_card import card_title
 

@@ -23,7 +23,7 @@ from agent_core.demos import ARITHMETIC_TASK, PARALLEL_TASK, SCENARIOS
 from agent_core.errors import StepError
 from agent_core.llms import FunctionLLM, ScriptedLLM
 from agent_core.llms.base import Usage
-from agent_core.runner import AgentRunner
+from agent_core.runtime.runner import AgentRunner
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
 from agent_core.tools.arithmetic import arithmetic_tools

@@ -15,11 +15,11 @@ from streamlit.testing.v1 import AppTest
 
 from agent_core import AgentRunner
 from agent_core.llms.content import MAX_IMAGE_BYTES
-from agent_core.pipeline import Pipeline
 from agent_core.store import SQLiteStore
 from agent_core.types import TaskStepOutput
 from agent_core.workers import PipelineReply, QueryPipelineAgentWorker
 from agent_core.workers.multimodal_react import step_images
+from agent_core.workers.pipeline import Pipeline
 
 from .conftest import only_task_state, stored
 

@@ -17,11 +17,11 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from agent_core import user_code
-from agent_core._user_imports import forget_user_modules
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
 from agent_core.types import TaskState
-from agent_core.user_code import AGENTS_ENV, TOOLS_ENV
+from agent_core.user_code.imports import forget_user_modules
+from agent_core.user_code.registry import AGENTS_ENV, TOOLS_ENV
 from components.user_code_view import RELOAD_HELP
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -11,8 +11,8 @@ from typing import Any
 
 # stepwise: imports from agent_core
 from agent_core import AgentChatResponse, AgentRunner
-from agent_core.pipeline import Pipeline
 from agent_core.workers import QueryPipelineAgentWorker
+from agent_core.workers.pipeline import Pipeline
 
 
 def mock_fn(a: str) -> str:

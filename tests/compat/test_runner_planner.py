@@ -7,8 +7,8 @@ Typing aliases (`List[...]`, `Optional[...]`) are spelt as builtins, as the lint
 
 # stepwise: imports from agent_core
 from agent_core import StructuredPlannerAgent
+from agent_core.compat.llamaindex.structured_planner import Plan, SubTask
 from agent_core.llms import ChatMessage, FunctionLLM, ToolSpec
-from agent_core.structured_planner import Plan, SubTask
 from agent_core.tools import FunctionTool
 from agent_core.workers import ReActAgentWorker
 

@@ -1,6 +1,6 @@
 """`stepwise ui` on the example project, in real headless Chromium.
 
-The server is started the way a user starts it, `python -m stepwise_cli ui ...`, in a copy of
+The server is started the way a user starts it, `python -m stepwise.cli ui ...`, in a copy of
 examples/; it is stopped and started again (from another folder, without the flags) on the
 same database, and the task goes on from its record.
 """
@@ -23,7 +23,7 @@ HEADLINE_TASK = "Write about llamas visiting the seaside for the very first time
 
 
 class StepwiseServer:
-    """`python -m stepwise_cli ui` on a free port, started and stopped by the test."""
+    """`python -m stepwise.cli ui` on a free port, started and stopped by the test."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.db = tmp_path / "e2e.db"
@@ -35,7 +35,7 @@ class StepwiseServer:
     def start(self, cwd: Path, *flags: str) -> str:
         port = _free_port()
         command = [
-            sys.executable, "-m", "stepwise_cli", "ui",
+            sys.executable, "-m", "stepwise.cli", "ui",
             "--port", str(port), "--db", str(self.db), *flags,
         ]  # fmt: skip
         env = {**os.environ, "STEPWISE_WORKSPACES": str(self.logs / "workspaces")}

@@ -1,6 +1,6 @@
 """A heartbeat on the runtime loop: how long the loop went without running its callbacks.
 
-Every step runs on the runtime's one loop (`agent_core._runtime.runtime_loop`). A callback
+Every step runs on the runtime's one loop (`agent_core.runtime.loop.runtime_loop`). A callback
 there every 20 ms records how late it ran: anything that blocks the loop (a parser stuck on
 a flood, a tool computing inline) shows as a late beat.
 """
@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from agent_core._runtime import runtime_loop
+from agent_core.runtime.loop import runtime_loop
 
 PERIOD_S = 0.02
 

@@ -27,14 +27,14 @@ from typing import Any
 from agent_core.llms import ChatMessage, FunctionLLM, ToolSpec
 from agent_core.store import SQLiteStore
 from agent_core.tools import FunctionTool
-from agent_services import (
+from stepwise.services import (
     AgentService,
     ControlPlaneServer,
     PipelineOrchestrator,
     RedisStreamsMessageQueue,
 )
-from agent_services.launchers import serve_control_plane, serve_service
-from tests.services._system import call, runner
+from stepwise.services.launchers import serve_control_plane, serve_service
+from tests.stepwise.services._system import call, runner
 
 WORK_SECONDS = 0.03  # Long enough that a random kill usually lands mid-hop.
 

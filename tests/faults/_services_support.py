@@ -19,8 +19,8 @@ from typing import Any
 
 import httpx
 
-from agent_services import ServicesClient
-from tests.services._system import free_port
+from stepwise.services import ServicesClient
+from tests.stepwise.services._system import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

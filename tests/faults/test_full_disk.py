@@ -16,7 +16,7 @@ CHILD = r"""
 import json, resource, signal, sys
 from agent_core.errors import StoreError
 from agent_core.llms import ScriptedLLM
-from agent_core.runner import AgentRunner
+from agent_core.runtime.runner import AgentRunner
 from agent_core.store import SQLiteStore
 from agent_core.workers import ReActAgentWorker
 

@@ -37,7 +37,7 @@ from agent_core.workers import (
     PlannerAgentWorker,
     ReActAgentWorker,
 )
-from agent_core.workers._react_format import ReActAction, ReActParseError, parse_react_output
+from agent_core.workers.react_format import ReActAction, ReActParseError, parse_react_output
 from agent_core.workers.subagents import sub_agents
 
 PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

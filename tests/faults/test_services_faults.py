@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import redis
 
-from agent_services import QueueMessage, ServicesClient, TaskFailedError
-from agent_services.messages import CONTROL_PLANE, ActionTypes
-from agent_services.records import HopStatus, TaskStatus
+from stepwise.services import QueueMessage, ServicesClient, TaskFailedError
+from stepwise.services.messages import CONTROL_PLANE, ActionTypes
+from stepwise.services.records import HopStatus, TaskStatus
 from tests._redis_server import RedisServer
 from tests.faults._services_support import ServicesSystem, until
 

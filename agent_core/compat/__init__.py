@@ -1,0 +1,1 @@
+"""Other APIs' spellings over Stepwise's runtime, as leaves that import only its public API."""

@@ -1,0 +1,10 @@
+"""LlamaIndex 0.12's agent classes (`ReActAgent`, `FunctionCallingAgent`, ...) on Stepwise.
+
+Code written against LlamaIndex's lower-level agent API runs by changing its imports. These
+classes are runners with a worker chosen for you; nothing below this package imports it.
+"""
+
+from agent_core.compat.llamaindex.agents import FunctionCallingAgent, ReActAgent
+from agent_core.compat.llamaindex.structured_planner import StructuredPlannerAgent
+
+__all__ = ["FunctionCallingAgent", "ReActAgent", "StructuredPlannerAgent"]

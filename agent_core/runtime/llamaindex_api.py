@@ -1,0 +1,172 @@
+"""What a LlamaIndex 0.12 user calls on `AgentRunner` that Stepwise spells its own way.
+
+Kept apart from `runner.py` so the runner stays about stepping: this module maps LlamaIndex's
+argument order and conveniences (`chat_history`, `stream_chat`, `query`, ...) onto the
+runner's own API, and adds nothing the runner would not do itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from agent_core.errors import StepNotFoundError, UserError
+from agent_core.events import StepCompletedEvent
+from agent_core.llms.base import LLM, ChatMessage
+from agent_core.runtime.streaming_response import StreamingAgentChatResponse
+from agent_core.store.base import MemoryWrite
+from agent_core.tools.base import BaseTool
+from agent_core.types import (
+    AgentChatResponse,
+    StepInput,
+    Task,
+    TaskState,
+    TaskStep,
+    TaskStepOutput,
+    ToolOutput,
+    short_id,
+)
+
+if TYPE_CHECKING:
+    from agent_core.runtime.runner import AgentRunner
+
+__all__ = ["LlamaIndexRunnerAPI", "extra_sources", "resolve_step"]
+
+# LlamaIndex's chat keywords that are about the call, not the task.
+_CHAT_ONLY = ("chat_history", "tool_choice", "mode")
+
+
+def resolve_step(
+    state: TaskState, input: StepInput, step: TaskStep | str | None, step_id: str | None
+) -> tuple[str | None, StepInput]:
+    """The step to run and its input, from LlamaIndex's `(input, step)` or `step_id=`.
+
+    `step` is a `TaskStep` or a step id. A `TaskStep` copy whose input the caller changed
+    runs with that input, as LlamaIndex runs the object it is given.
+    """
+    if step is None:
+        if isinstance(input, str) and step_id is None and input in state.steps:
+            # Stepwise's order was (task_id, step_id, input): say so rather than run the id.
+            raise UserError(
+                f"{short_id(input)} is a step id of this task, passed as the input: run_step "
+                "takes (task_id, input, step), LlamaIndex's order",
+                hint="pass step_id=... or step=... to choose the step",
+                task_id=state.task_id,
+            )
+        return step_id, input
+    chosen = step.step_id if isinstance(step, TaskStep) else step
+    if not isinstance(chosen, str):
+        raise UserError(f"step must be a TaskStep or a step id, got {type(step).__name__}")
+    if step_id is not None and step_id != chosen:
+        raise UserError(f"step {short_id(chosen)} and step_id={short_id(step_id)} disagree")
+    stored = state.steps.get(chosen)
+    if isinstance(step, TaskStep) and stored is not None and step is not stored:
+        if input is None and step.input != stored.input:
+            input = step.input
+    return chosen, input
+
+
+def extra_sources(task: Task) -> list[ToolOutput]:
+    """Tool outputs a LlamaIndex worker kept in `extra_state["sources"]` (stored as JSON)."""
+    kept = task.extra_state.get("sources") or []
+    return [ToolOutput.model_validate(s) for s in kept if isinstance(s, ToolOutput | dict)]
+
+
+def use_chat_history(runner: AgentRunner, kwargs: dict[str, Any]) -> None:
+    """Apply LlamaIndex's per-call `chat_history=`, which replaces the conversation.
+
+    The call's other LlamaIndex-only keywords (`tool_choice`, `mode`) are dropped.
+    """
+    history = kwargs.pop("chat_history", None)
+    for key in _CHAT_ONLY:
+        kwargs.pop(key, None)
+    if history is not None:
+        replace_history(runner, history)
+
+
+def replace_history(runner: AgentRunner, history: Sequence[ChatMessage]) -> None:
+    """Make `history` the runner's conversation, in memory and in its store."""
+    runner.memory.set(list(history))
+    if runner.conversation_id is not None:
+        write = MemoryWrite(keep=0, append=list(history))
+        runner.store.write_conversation(runner.conversation_id, write)
+
+
+async def _answer_chunks(runner: AgentRunner, task_id: str) -> AsyncIterator[str]:
+    """Run the task's steps; yield its answer when the last one completes."""
+    while True:
+        output: TaskStepOutput | None = None
+        async for event in runner.astream_step(task_id):
+            if isinstance(event, StepCompletedEvent):
+                output = event.output
+        if output is not None and output.is_last:
+            if output.output is not None and str(output.output):
+                yield str(output.output)
+            return
+
+
+def _runner(api: LlamaIndexRunnerAPI) -> AgentRunner:
+    # The mixin is only ever a base of AgentRunner.
+    return cast("AgentRunner", api)
+
+
+class LlamaIndexRunnerAPI:
+    """LlamaIndex's `AgentRunner` conveniences, on top of the runner's own methods."""
+
+    @classmethod
+    def from_llm(
+        cls, tools: Sequence[BaseTool] | None = None, llm: LLM | None = None, **kwargs: Any
+    ) -> AgentRunner:
+        """A ReAct agent over `llm` (any model can follow ReAct; see `FunctionCallingAgent`)."""
+        from agent_core.compat.llamaindex.agents import ReActAgent
+
+        return ReActAgent.from_tools(tools, llm=llm, **kwargs)
+
+    @property
+    def chat_history(self) -> list[ChatMessage]:
+        """The runner's conversation: the finalized tasks' messages, oldest first."""
+        return _runner(self).memory.get_all()
+
+    def query(self, query_str: str, **kwargs: Any) -> AgentChatResponse:
+        """`chat` under LlamaIndex's query-engine name."""
+        return _runner(self).chat(query_str, **kwargs)
+
+    async def aquery(self, query_str: str, **kwargs: Any) -> AgentChatResponse:
+        """Async twin of `query`."""
+        return await _runner(self).achat(query_str, **kwargs)
+
+    async def afinalize_response(
+        self, task_id: str, step_output: TaskStepOutput | None = None, **kwargs: Any
+    ) -> AgentChatResponse:
+        """Async twin of `finalize_response` (it does no I/O but the store's commit)."""
+        return _runner(self).finalize_response(task_id, step_output, **kwargs)
+
+    def get_completed_step(self, task_id: str, step_id: str, **kwargs: Any) -> TaskStepOutput:
+        """The output of one completed step of a task."""
+        for output in _runner(self).get_completed_steps(task_id):
+            if output.task_step.step_id == step_id:
+                return output
+        raise StepNotFoundError(
+            f"task {short_id(task_id)} has no completed step {step_id}",
+            hint="get_completed_steps() lists them",
+            task_id=task_id,
+            step_id=step_id,
+        )
+
+    async def astream_chat(self, message: str, **kwargs: Any) -> StreamingAgentChatResponse:
+        """Start a task and return its answer as a stream; reading it runs the task."""
+        return _stream(_runner(self), message, kwargs)
+
+    def stream_chat(self, message: str, **kwargs: Any) -> StreamingAgentChatResponse:
+        """Sync twin of `astream_chat`: read `response_gen` outside an event loop."""
+        return _stream(_runner(self), message, kwargs)
+
+
+def _stream(
+    runner: AgentRunner, message: str, kwargs: dict[str, Any]
+) -> StreamingAgentChatResponse:
+    use_chat_history(runner, kwargs)
+    task = runner.create_task(message, **kwargs)
+    return StreamingAgentChatResponse(
+        _answer_chunks(runner, task.task_id), lambda: runner.finalize_response(task.task_id)
+    )

@@ -1,0 +1,929 @@
+"""`AgentRunner`: runs a worker's steps one at a time, and owns everything around them.
+
+The runner keeps the queue of upcoming steps, the status of every step, the snapshots that
+make undo exact, and the store that makes all of it survive a restart. Each operation is a
+small state transition committed to the store in one transaction; the worker only computes.
+
+Every public method has an async twin; the sync ones run on a per-thread event loop and
+refuse to run inside a live loop (use the `a`-prefixed twin there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import Any
+
+from agent_core._nesting import MAX_NESTING, too_deep
+from agent_core.errors import (
+    AgentCoreError,
+    ConflictError,
+    InputTooLargeError,
+    NothingToRunError,
+    StepError,
+    StoreError,
+    TaskNotFoundError,
+    UserError,
+)
+from agent_core.events import (
+    StepCompletedEvent,
+    StepEvent,
+    StepFailedEvent,
+    StepStartedEvent,
+)
+from agent_core.llms.base import LLM, ChatMessage
+from agent_core.memory import DEFAULT_TOKEN_LIMIT, ChatMemoryBuffer
+from agent_core.runtime import undo
+from agent_core.runtime.breakpoints import Breakpoint, RunUntilResult, tool_hold
+from agent_core.runtime.claims import claim_is_stale, new_claim_owner
+from agent_core.runtime.llamaindex_api import (
+    LlamaIndexRunnerAPI,
+    extra_sources,
+    replace_history,
+    resolve_step,
+    use_chat_history,
+)
+from agent_core.runtime.loop import on_runtime_thread, run_sync, runs_on_runtime, submit
+from agent_core.runtime.queue import check_active, is_claimable, mark_completed, pick_step, step_of
+from agent_core.runtime.step_runs import LIVE_RUNS, StepRun
+from agent_core.runtime.transaction import claim, run_claimed
+from agent_core.runtime.undo import memory_write
+from agent_core.runtime.worker_state import dump_state
+from agent_core.store.base import MemoryWrite, Store, TaskChange, TaskSummary
+from agent_core.store.memory import InMemoryStore
+from agent_core.task_files import delete_workspace
+from agent_core.telemetry import hooks as telemetry_hooks
+from agent_core.types import (
+    AgentChatResponse,
+    AgentState,
+    StepInput,
+    StepKind,
+    StepSnapshot,
+    StepStatus,
+    Task,
+    TaskState,
+    TaskStatus,
+    TaskStep,
+    TaskStepOutput,
+    ToolOutput,
+    short_id,
+    utcnow,
+)
+from agent_core.workers.base import BaseAgentWorker
+
+__all__ = ["DEFAULT_MAX_INPUT_CHARS", "AgentRunner"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_INPUT_CHARS = 100_000
+_RUNNABLE = (StepStatus.UPCOMING, StepStatus.FAILED, StepStatus.RUNNING)
+
+
+class AgentRunner(LlamaIndexRunnerAPI):
+    """Runs a worker's tasks step by step: LlamaIndex's `AgentRunner` API plus undo and more.
+
+    Beyond LlamaIndex: exact undo, steering (edit a step's input), human feedback,
+    breakpoints (`run_until`), streaming events, and durable storage.
+
+    Args:
+        agent_worker: The step logic (e.g. `ReActAgentWorker`).
+        store: Where tasks live; defaults to a new `InMemoryStore`. Use `SQLiteStore` to keep
+            tasks across restarts.
+        memory: The shared conversation that finalized tasks add to; loaded from the store's
+            `conversation_id` when not given.
+        conversation_id: Which stored conversation this runner continues; None gives every
+            task a fresh start and keeps nothing after finalize.
+        max_input_chars: Longest task input, step input or feedback accepted.
+        delete_task_on_finish: Delete a task from the store once finalized.
+        spec: The serialised `AgentSpec` this runner was built from; every task records it,
+            so a restarted app can rebuild the worker for an active task.
+        chat_history: LlamaIndex's: the conversation to start from (replaces the stored one).
+        llm: LlamaIndex's: kept as `self.llm` (the worker's model when not given).
+        init_task_state_kwargs: LlamaIndex's: the `extra_state` every new task starts with.
+        default_tool_choice: LlamaIndex's: passed to every step as `tool_choice`.
+        verbose: LlamaIndex's; accepted: every step is recorded, `stream_step` shows it live.
+        callback_manager: LlamaIndex's; accepted and unused (see `stream_step` events).
+    """
+
+    def __init__(
+        self,
+        agent_worker: BaseAgentWorker,
+        *,
+        store: Store | None = None,
+        memory: ChatMemoryBuffer | None = None,
+        conversation_id: str | None = "default",
+        max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
+        delete_task_on_finish: bool = False,
+        spec: dict[str, Any] | None = None,
+        chat_history: list[ChatMessage] | None = None,
+        llm: LLM | None = None,
+        init_task_state_kwargs: dict[str, Any] | None = None,
+        default_tool_choice: str | dict[str, Any] | None = None,
+        verbose: bool = False,
+        callback_manager: object = None,
+    ) -> None:
+        self.agent_worker = agent_worker
+        self.store: Store = store if store is not None else InMemoryStore()
+        self.conversation_id = conversation_id
+        if memory is None:
+            history = self.store.load_conversation(conversation_id) if conversation_id else []
+            memory = ChatMemoryBuffer(messages=history)
+        self.memory = memory
+        self.max_input_chars = max_input_chars
+        self.delete_task_on_finish = delete_task_on_finish
+        self.spec = spec
+        self.state = AgentState()
+        self._owner = new_claim_owner()
+        self._locks: dict[str, threading.RLock] = {}
+        self._locks_guard = threading.Lock()
+        self.llm = llm if llm is not None else getattr(agent_worker, "llm", None)
+        self.init_task_state_kwargs = dict(init_task_state_kwargs or {})
+        self.default_tool_choice = default_tool_choice
+        self.verbose, self.callback_manager = verbose, callback_manager
+        if chat_history is not None:
+            replace_history(self, chat_history)
+
+    # ----------------------------------------------------------------- state and storage
+
+    def _lock(self, task_id: str) -> threading.RLock:
+        with self._locks_guard:
+            return self._locks.setdefault(task_id, threading.RLock())
+
+    def _task_state(self, task_id: str) -> TaskState:
+        """The task's state, reloaded from the store when another runner has moved it on."""
+        if not isinstance(task_id, str):
+            raise UserError(f"task_id must be a str, got {type(task_id).__name__}")
+        cached = self.state.task_dict.get(task_id)
+        version = self.store.task_version(task_id)
+        if version is None:
+            self.state.task_dict.pop(task_id, None)
+            raise TaskNotFoundError(
+                f"no task with id {task_id!r} in this runner's store",
+                hint="list_tasks() shows the tasks there, create_task() makes a new one",
+                remedy="new_task",
+                task_id=task_id,
+            )
+        if cached is not None and cached.version == version:
+            return cached
+        loaded = self.store.load_task(task_id)
+        if loaded is None:
+            raise TaskNotFoundError(
+                f"task {task_id!r} was deleted while being read", remedy="new_task", task_id=task_id
+            )
+        self.state.task_dict[task_id] = loaded
+        return loaded
+
+    def _commit(self, state: TaskState, change: TaskChange) -> None:
+        state.task.updated_at = utcnow()
+        base = state.version
+        state.version = (change.base_version or 0) + 1
+        try:
+            self.store.commit(change)
+        except BaseException:
+            # Our in-memory copy holds changes the store refused: drop it, reload next time.
+            # Its version goes back too: a step still running on this copy must meet the
+            # same refusal when it commits, not pass on the version the refused write counted.
+            state.version = base
+            self.state.task_dict.pop(state.task_id, None)
+            raise
+
+    def _check_size(self, value: StepInput, what: str) -> None:
+        if value is None:
+            return
+        size = len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
+        if size > self.max_input_chars:
+            raise InputTooLargeError(
+                f"{what} is {size:,} characters; the limit is {self.max_input_chars:,}",
+                hint="shorten it, or put large material in a file a tool can read (the limit "
+                "is AgentRunner(max_input_chars=...))",
+                remedy="shorten",
+            )
+
+    @staticmethod
+    def _check_input_type(value: object) -> None:
+        if value is not None and not isinstance(value, str | dict):
+            raise UserError(
+                f"a step input must be a str, a dict (for tool calls) or None; "
+                f"got {type(value).__name__}"
+            )
+        if too_deep(value):  # Whatever is stored must load again.
+            raise UserError(
+                f"the step input nests more than {MAX_NESTING} levels deep",
+                hint="flatten it",
+                remedy="edit_step",
+            )
+
+    def _active_state(self, task_id: str, action: str = "run") -> TaskState:
+        """The task's live state, or `TaskNotActiveError` if it can no longer `action`.
+
+        For subclasses: change the state only under `_lock(task_id)`, and only through a
+        `TaskChange` given to `_commit`.
+        """
+        state = self._task_state(task_id)
+        check_active(state, action)
+        return state
+
+    # ------------------------------------------------------------------------ tasks
+
+    def create_task(self, input: str, **kwargs: Any) -> Task:
+        """Create a task and queue its first step; nothing runs yet.
+
+        Keyword arguments `extra_state` (initial worker state) and `spec` (the agent's
+        description) are stored on the task; the rest go to the worker's `initialize_step`.
+        """
+        if not isinstance(input, str):
+            raise UserError(f"a task input must be a str, got {type(input).__name__}")
+        self._check_size(input, "the task input")
+        task = Task(
+            input=input,
+            memory=ChatMemoryBuffer(
+                messages=self.memory.get_all(),
+                token_limit=self.memory.token_limit or DEFAULT_TOKEN_LIMIT,
+            ),
+            history_length=len(self.memory),
+            extra_state={**self.init_task_state_kwargs, **(kwargs.pop("extra_state", None) or {})},
+            spec=kwargs.pop("spec", self.spec),
+        )
+        step = self.agent_worker.initialize_step(task, **kwargs)
+        state = TaskState(task=task, steps={step.step_id: step}, queue=[step.step_id])
+        state.set_extra_state_json(dump_state(task.extra_state, task_id=task.task_id, step_id=""))
+        change = TaskChange(
+            state=state,
+            base_version=None,
+            steps=[step],
+            memory=MemoryWrite(keep=0, append=task.memory.get_all()),
+        )
+        self._commit(state, change)
+        self.state.task_dict[task.task_id] = state
+        return task
+
+    def get_task(self, task_id: str) -> Task:
+        """The task with this id."""
+        return self._task_state(task_id).task
+
+    def get_task_state(self, task_id: str) -> TaskState:
+        """The task with all its steps, outputs and queue (for views such as the DAG)."""
+        return self._task_state(task_id)
+
+    def snapshot_task_state(self, task_id: str) -> TaskState:
+        """A copy of the task's state that steps running meanwhile leave alone.
+
+        For views drawn while a step may commit (a page, an HTTP response): the live state
+        changes under the reader's feet, and a half-drawn page would mix before and after.
+        """
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            return state.model_copy(
+                update={
+                    "task": state.task.model_copy(),
+                    "steps": {step_id: step.model_copy() for step_id, step in state.steps.items()},
+                    "outputs": dict(state.outputs),
+                    "queue": list(state.queue),
+                    "completed": list(state.completed),
+                    "snapshots": dict(state.snapshots),
+                }
+            )
+
+    def list_tasks(self) -> list[TaskSummary]:
+        """Every task in the store, newest first, as summaries (`get_task` loads one)."""
+        return self.store.list_tasks()
+
+    def get_completed_tasks(self) -> list[TaskSummary]:
+        """The tasks that were finalized."""
+        return [t for t in self.list_tasks() if t.status is TaskStatus.COMPLETED]
+
+    def delete_task(self, task_id: str) -> None:
+        """Delete a task, its steps and its workspace folder (the shared conversation is kept).
+
+        An imported copy shares no folder: its recorded workspace is another machine's.
+        """
+        try:
+            state: TaskState | None = self._task_state(task_id)
+        except StoreError:  # A damaged task can be deleted: that is how one gets rid of it.
+            state = None
+        with self._lock(task_id):
+            self.store.delete_task(task_id)
+            self.state.task_dict.pop(task_id, None)
+        telemetry_hooks.task_deleted(task_id)
+        if state is not None and not state.task.imported:
+            try:
+                delete_workspace(state.task)
+            except (AgentCoreError, OSError) as exc:  # The task is gone: say what stayed.
+                logger.warning("task %s deleted; its workspace could not be: %s", task_id, exc)
+
+    def abandon_task(self, task_id: str) -> Task:
+        """Stop a task for good; its steps stay visible and the shared memory is untouched."""
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            check_active(state, "be abandoned")
+            state.task.status = TaskStatus.ABANDONED
+            self._commit(state, TaskChange(state=state, base_version=state.version))
+            telemetry_hooks.task_event(state, "task_abandoned", end=True)
+        return state.task
+
+    def reset(self) -> None:
+        """Forget the shared conversation and this runner's cache (stored tasks are kept)."""
+        self.memory.reset()
+        if self.conversation_id is not None:
+            self.store.write_conversation(self.conversation_id, MemoryWrite(keep=0))
+        self.state = type(self.state)()
+
+    # ------------------------------------------------------------------------ steps
+
+    def get_upcoming_steps(self, task_id: str) -> list[TaskStep]:
+        """The steps still to run, in order (including failed and interrupted ones)."""
+        return self._task_state(task_id).step_queue
+
+    def get_completed_steps(self, task_id: str) -> list[TaskStepOutput]:
+        """Outputs of the completed steps, oldest first (undone ones are not included)."""
+        return self._task_state(task_id).completed_steps
+
+    def get_steps(self, task_id: str) -> list[TaskStep]:
+        """Every step the task ever had, undone and failed ones included, in creation order."""
+        return list(self._task_state(task_id).steps.values())
+
+    def get_step(self, task_id: str, step_id: str) -> TaskStep:
+        """One step of a task, by id."""
+        state = self._task_state(task_id)
+        return step_of(state, step_id)
+
+    def get_step_output(self, task_id: str, step_id: str) -> TaskStepOutput | None:
+        """A step's output, if it completed (or was completed and then undone)."""
+        state = self._task_state(task_id)
+        step_of(state, step_id)
+        return state.outputs.get(step_id)
+
+    def get_task_output(self, task_id: str) -> TaskStepOutput:
+        """The output of the task's most recent completed step."""
+        state = self._task_state(task_id)
+        if state.last_output is None:
+            raise NothingToRunError(
+                f"task {short_id(task_id)} has no completed step yet",
+                hint="run_step() runs one",
+                task_id=task_id,
+            )
+        return state.last_output
+
+    def get_messages_sent(self, task_id: str, step_id: str) -> list[ChatMessage]:
+        """The messages a step sent to its model, exactly ([] when it called none).
+
+        Stored apart from the step's output: `get_task_state` outputs leave them out.
+        """
+        state = self._task_state(task_id)
+        step_of(state, step_id)
+        return self.store.load_messages_sent(task_id, step_id)
+
+    def preview_messages(
+        self, task_id: str, step_id: str | None = None, input: StepInput = None
+    ) -> list[ChatMessage]:
+        """Exactly what the model would be sent if a step ran now; [] if it calls no model.
+
+        The step is `step_id`, else the first ready one; `input` replaces its input, as
+        `run_step(..., input=...)` would. The worker builds the preview with the code its
+        run uses, on a copy of the task: nothing changes.
+        """
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            view = state.task.model_copy(
+                update={
+                    "memory": state.task.memory.staged(),
+                    "extra_state": json.loads(state.extra_state_json),
+                }
+            )
+            ready = (s for s in state.step_queue if state.is_ready(s))
+            step = step_of(state, step_id) if step_id is not None else next(ready, None)
+        if step is None:
+            return self.agent_worker.preview_messages(view)
+        step = step.model_copy(deep=True)
+        if input is not None:
+            step.set_input(input)
+        return self.agent_worker.preview_step(step, view)
+
+    def is_interrupted(self, task_id: str, step_id: str) -> bool:
+        """Whether a `running` step's process died (or stopped) mid-step."""
+        step = self.get_step(task_id, step_id)
+        return step.status is StepStatus.RUNNING and claim_is_stale(step.claimed_by, step_id)
+
+    def edit_step(self, task_id: str, step_id: str, input: StepInput) -> TaskStep:
+        """Change an upcoming step's input without running it (the proposal is kept)."""
+        self._check_input_type(input)
+        self._check_size(input, "the step input")
+
+        def edit(state: TaskState, step: TaskStep) -> TaskChange:
+            step.set_input(input)
+            return TaskChange(state=state, base_version=state.version, steps=[step])
+
+        return self._change_upcoming(task_id, step_id, "edited", edit)
+
+    def skip_step(self, task_id: str, step_id: str) -> TaskStep:
+        """Leave an upcoming step out: it never runs, and steps depending on it may go on.
+
+        A skip is a step of history: it gets a number, and `undo_step` brings the step back.
+        """
+        return self._change_upcoming(task_id, step_id, "skipped", self._skip)
+
+    @staticmethod
+    def _skip(state: TaskState, step: TaskStep) -> TaskChange:
+        memory = state.task.memory
+        snapshot = StepSnapshot(
+            step_id=step.step_id,
+            memory=memory.apply(memory.staged()),
+            extra_state_json=state.extra_state_json,
+        )
+        mark_completed(state, step, [])
+        step.status = StepStatus.SKIPPED
+        output = TaskStepOutput(task_step=step)
+        state.outputs[step.step_id] = output
+        state.snapshots[step.step_id] = snapshot
+        return TaskChange(
+            state=state,
+            base_version=state.version,
+            steps=[step],
+            outputs=[output],
+            snapshots=[snapshot],
+            memory=memory_write(snapshot, memory),
+        )
+
+    def _change_upcoming(
+        self,
+        task_id: str,
+        step_id: str,
+        verb: str,
+        change: Callable[[TaskState, TaskStep], TaskChange],
+    ) -> TaskStep:
+        """Apply `change` to an upcoming (or failed) step that is not running, and commit."""
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            check_active(state, f"have steps {verb}")
+            step = step_of(state, step_id)
+            running = step.status is StepStatus.RUNNING or not is_claimable(step)
+            if step_id not in state.queue or running:
+                status = "running" if running else step.status.value
+                raise UserError(
+                    f"step {step_id} is {status}; only upcoming or failed steps can be {verb}",
+                    remedy="wait" if running else None,
+                    task_id=task_id,
+                    step_id=step_id,
+                )
+            self._commit(state, change(state, step))
+        return step
+
+    # ---------------------------------------------------------------------- running
+
+    async def _arun_step(
+        self,
+        task_id: str,
+        step_id: str | None,
+        input: StepInput,
+        kwargs: dict[str, Any],
+        *,
+        stream: bool = False,
+        on_run: Callable[[StepRun], None] | None = None,
+        rejection: str | None = None,
+        state: TaskState | None = None,
+    ) -> TaskStepOutput:
+        """Claim and run one step on the runtime loop; `stream` records its events.
+
+        `rejection` is a person's reason for refusing the step's tool call (`reject_step`).
+        `state` is the task's, when the caller just loaded it on this loop (no await since).
+        """
+        self._check_input_type(input)
+        self._check_size(input, "the step input")
+        kwargs = self._step_kwargs(kwargs)
+        if state is None:
+            state = self._task_state(task_id)
+        step = claim(self, state, step_id, input, rejection)
+        run = StepRun(task_id, step.step_id, asyncio.current_task())
+        LIVE_RUNS.add(run)
+        if on_run is not None:
+            on_run(run)
+        if stream:
+            run.record(StepStartedEvent(task_id=task_id, step_id=step.step_id))
+            kwargs = {**kwargs, "emit": run.record}
+        output: TaskStepOutput | None = None
+        error: BaseException | None = None
+        try:
+            output = await run_claimed(self, state, step, kwargs, run)
+            return output
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            if stream:
+                run.record(_end_event(step.step_id, output, error))
+            run.finish(output, error)
+
+    @runs_on_runtime
+    async def arun_step(
+        self,
+        task_id: str,
+        input: StepInput = None,
+        step: TaskStep | str | None = None,
+        *,
+        step_id: str | None = None,
+        **kwargs: Any,
+    ) -> TaskStepOutput:
+        """Run the next ready step (or `step`), with `input` replacing its input if given.
+
+        LlamaIndex's order: `step` is a `TaskStep` or a step id (`step_id=` says the same).
+        A step that fails is recorded as `failed` with its error, raises `StepError`, and
+        stays in the queue to be edited and retried; nothing already completed changes.
+        """
+        state = self._task_state(task_id)  # Loaded once: each load asks the store its version.
+        step_id, input = resolve_step(state, input, step, step_id)
+        return await self._arun_step(task_id, step_id, input, kwargs, state=state)
+
+    def run_step(
+        self,
+        task_id: str,
+        input: StepInput = None,
+        step: TaskStep | str | None = None,
+        *,
+        step_id: str | None = None,
+        **kwargs: Any,
+    ) -> TaskStepOutput:
+        """Sync twin of `arun_step`."""
+        coro = self.arun_step(task_id, input, step, step_id=step_id, **kwargs)
+        return run_sync(coro, name="run_step")
+
+    def _resolve_step(
+        self, task_id: str, input: StepInput, step: TaskStep | str | None, step_id: str | None
+    ) -> tuple[str | None, StepInput]:
+        """`resolve_step`, reading the task only when there is something to resolve."""
+        if step is None and not isinstance(input, str):
+            return step_id, input  # Spares the store a version read before the step's own.
+        return resolve_step(self._task_state(task_id), input, step, step_id)
+
+    def _step_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self.default_tool_choice is None or "tool_choice" in kwargs:
+            return kwargs
+        return {**kwargs, "tool_choice": self.default_tool_choice}
+
+    @runs_on_runtime
+    async def astart_step(
+        self,
+        task_id: str,
+        step_id: str | None = None,
+        input: StepInput = None,
+        **kwargs: Any,
+    ) -> StepRun:
+        """Start a step in the runtime and return at once, with a `StepRun` to watch it.
+
+        The step runs to its end whoever watches: the caller may go away (a page reloads, a
+        request ends). Errors that stop it from starting (an unknown task, nothing ready, a
+        step already running) are raised here; later ones come from `StepRun.result()`.
+        """
+        started: asyncio.Future[StepRun] = asyncio.get_running_loop().create_future()
+        job = asyncio.ensure_future(
+            self._arun_step(task_id, step_id, input, kwargs, stream=True, on_run=started.set_result)
+        )
+        job.add_done_callback(_settled)
+        await asyncio.wait([started, job], return_when=asyncio.FIRST_COMPLETED)
+        if started.done():
+            return started.result()
+        job.result()  # Raises why the step could not start.
+        raise StepError(f"step of task {short_id(task_id)} ended before it started")
+
+    def start_step(
+        self,
+        task_id: str,
+        step_id: str | None = None,
+        input: StepInput = None,
+        **kwargs: Any,
+    ) -> StepRun:
+        """Sync twin of `astart_step`."""
+        return run_sync(self.astart_step(task_id, step_id, input, **kwargs), name="start_step")
+
+    def running_steps(self, task_id: str) -> list[StepRun]:
+        """The task's steps running in this process now, whoever started them."""
+        return LIVE_RUNS.of_task(task_id)
+
+    def cancel_step(self, task_id: str, step_id: str, *, wait: float = 10.0) -> TaskStep:
+        """Stop a running step: it is recorded as failed, "stopped by you", and can run again.
+
+        Nothing completed is lost. Waits up to `wait` seconds for the step to stop (not when
+        called from code the runtime runs), and returns the step as it is then.
+        """
+        step = self.get_step(task_id, step_id)
+        run = LIVE_RUNS.get(step_id)
+        if run is None or run.task_id != task_id:
+            where = "in another process" if step.status is StepStatus.RUNNING else "now"
+            raise UserError(
+                f"step {step_id} of task {short_id(task_id)} is not running in this process "
+                f"(it is {step.status.value} {where}); only a running step can be stopped"
+            )
+        run.cancel()
+        if not on_runtime_thread():
+            run.wait(wait)
+        return self.get_step(task_id, step_id)
+
+    async def astream_step(
+        self,
+        task_id: str,
+        input: StepInput = None,
+        step: TaskStep | str | None = None,
+        *,
+        step_id: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[StepEvent]:
+        """Run one step like `arun_step`, yielding its events as they happen.
+
+        The last event is `StepCompletedEvent`; a failure yields `StepFailedEvent` and then
+        raises `StepError`. A consumer that stops early leaves the step running to its end.
+        """
+        step_id, input = self._resolve_step(task_id, input, step, step_id)
+        run = await self.astart_step(task_id, step_id, input, **kwargs)
+        async for event in run.awatch():
+            yield event
+        run.result()  # Raises the step's error after its `step_failed` event.
+
+    def stream_step(
+        self,
+        task_id: str,
+        input: StepInput = None,
+        step: TaskStep | str | None = None,
+        *,
+        step_id: str | None = None,
+        **kwargs: Any,
+    ) -> Iterator[StepEvent]:
+        """Sync twin of `astream_step`."""
+        step_id, input = self._resolve_step(task_id, input, step, step_id)
+        run = self.start_step(task_id, step_id, input, **kwargs)
+        yield from run.watch()
+        run.result()
+
+    @runs_on_runtime
+    async def areject_step(
+        self, task_id: str, step_id: str | None = None, *, message: str = ""
+    ) -> TaskStepOutput:
+        """Refuse a tool call awaiting approval; the model sees `message` instead of a result."""
+        state = self._task_state(task_id)
+        step = pick_step(state, step_id)
+        if step.kind is not StepKind.TOOL or not isinstance(step.input, dict):
+            raise UserError(
+                f"step {step.step_id} is a {step.kind.value} step; only a tool call awaiting "
+                "approval can be rejected"
+            )
+        reason = message.strip() or "no reason given"
+        return await self._arun_step(task_id, step.step_id, None, {}, rejection=reason)
+
+    def reject_step(
+        self, task_id: str, step_id: str | None = None, *, message: str = ""
+    ) -> TaskStepOutput:
+        """Sync twin of `areject_step`."""
+        return run_sync(self.areject_step(task_id, step_id, message=message), name="reject_step")
+
+    @runs_on_runtime
+    async def arun_until(
+        self,
+        task_id: str,
+        *,
+        stop: Breakpoint | Iterable[Breakpoint] | None = None,
+        max_steps: int | None = None,
+        resume: bool = False,
+    ) -> RunUntilResult:
+        """Run steps until the last step, a tool call awaiting approval, an error or a breakpoint.
+
+        `stop` holds breakpoints checked before each step; `max_steps` bounds this call.
+        `resume=True` is a debugger's continue: the first step runs even if a breakpoint
+        stands on it (a tool call awaiting approval still stops).
+        """
+        return await self._run_until(task_id, stop, max_steps, resume=resume, stream=False)
+
+    def run_until(
+        self,
+        task_id: str,
+        *,
+        stop: Breakpoint | Iterable[Breakpoint] | None = None,
+        max_steps: int | None = None,
+        resume: bool = False,
+    ) -> RunUntilResult:
+        """Sync twin of `arun_until`."""
+        coro = self.arun_until(task_id, stop=stop, max_steps=max_steps, resume=resume)
+        return run_sync(coro, name="run_until")
+
+    def start_until(
+        self,
+        task_id: str,
+        *,
+        stop: Breakpoint | Iterable[Breakpoint] | None = None,
+        max_steps: int | None = None,
+        resume: bool = False,
+    ) -> concurrent.futures.Future[RunUntilResult]:
+        """Start `run_until` in the runtime and return at once; its steps stream as they run.
+
+        Each step is a `StepRun` that `running_steps` finds, so a page can show it and stop
+        it. Cancelling the returned future stops the run: the step running then goes back
+        to upcoming, untouched.
+        """
+        self._task_state(task_id)  # An unknown task is an error now, not in the future.
+        return submit(self._run_until(task_id, stop, max_steps, resume=resume, stream=True))
+
+    async def _run_until(
+        self,
+        task_id: str,
+        stop: Breakpoint | Iterable[Breakpoint] | None,
+        max_steps: int | None,
+        *,
+        resume: bool,
+        stream: bool,
+    ) -> RunUntilResult:
+        breakpoints = [stop] if callable(stop) else list(stop or [])
+        kwargs = tool_hold(breakpoints)
+        result = RunUntilResult(reason="no_step")
+        while True:
+            if max_steps is not None and len(result.outputs) >= max_steps:
+                return result.model_copy(update={"reason": "max_steps"})
+            state = self._task_state(task_id)
+            check_active(state, "run")
+            try:
+                step = pick_step(state, None)
+            except UserError as exc:
+                return result.model_copy(update={"reason": "no_step", "detail": str(exc)})
+            checked = breakpoints if result.outputs or not resume else []
+            hit = next((why for bp in checked if (why := bp(state, step))), None)
+            if hit:
+                return result.model_copy(update={"reason": "breakpoint", "detail": hit})
+            if step.needs_approval:
+                detail = f"step {step.step_id} is a tool call awaiting approval"
+                return result.model_copy(update={"reason": "tool_approval", "detail": detail})
+            try:
+                output = await self._arun_step(task_id, step.step_id, None, kwargs, stream=stream)
+            except StepError as exc:
+                return result.model_copy(update={"reason": "error", "detail": str(exc)})
+            result.outputs.append(output)
+            if output.is_last:
+                return result.model_copy(update={"reason": "last_step"})
+
+    # ------------------------------------------------------------- steering and undo
+
+    def add_feedback(self, task_id: str, text: str) -> TaskStep:
+        """Put a person's message into the task before its next step (a `human` step)."""
+        if not isinstance(text, str) or not text.strip():
+            raise UserError("feedback must be non-empty text")
+        self._check_size(text, "the feedback")
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            check_active(state, "take feedback")
+            last = state.last_output
+            if last is not None and last.is_last and not state.queue:
+                raise NothingToRunError(
+                    f"task {short_id(task_id)} already finished at step {last.task_step.number}, "
+                    "so no step would read the feedback",
+                    hint="undo_step() first and give it before the last step runs again",
+                    remedy="undo",
+                    task_id=task_id,
+                )
+            step = TaskStep(
+                task_id=task_id,
+                input=text,
+                kind=StepKind.HUMAN,
+                prev_step_ids=[last.task_step.step_id] if last else [],
+                branch_id=last.task_step.branch_id if last else "main",
+            )
+            staged = state.task.memory.staged()
+            staged.put(ChatMessage(role="user", content=text))
+            snapshot = StepSnapshot(
+                step_id=step.step_id,
+                memory=state.task.memory.apply(staged),
+                extra_state_json=state.extra_state_json,
+            )
+            state.steps[step.step_id] = step
+            state.queue.insert(0, step.step_id)
+            mark_completed(state, step, [])
+            undo.link_feedback(state, step)
+            output = TaskStepOutput(output=text, task_step=step)
+            state.outputs[step.step_id] = output
+            state.snapshots[step.step_id] = snapshot
+            change = TaskChange(
+                state=state,
+                base_version=state.version,
+                steps=[state.steps[s] for s in (step.step_id, *state.queue)],
+                outputs=[output],
+                snapshots=[snapshot],
+                memory=memory_write(snapshot, state.task.memory),
+            )
+            self._commit(state, change)
+            telemetry_hooks.task_event(state, "feedback", step=step, text=text)
+        return step
+
+    def undo_step(self, task_id: str, *, steps: int = 1) -> TaskStep:
+        """Revert the last completed step exactly (or the last `steps` steps).
+
+        Memory and worker state return to their snapshot from before the step, the steps it
+        queued leave the queue, and the step is upcoming again (as a new step on a new branch;
+        the undone one stays in history). Returns the step that is now next (or, when
+        nothing is queued, the last completed step, else the step just undone).
+        """
+        if steps < 1:
+            raise UserError(f"steps must be at least 1, got {steps}")
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            check_active(state, "undo steps")
+            if len(state.completed) < steps:
+                done = len(state.completed)
+                raise NothingToRunError(
+                    f"task {short_id(task_id)} has {done} completed "
+                    f"step{'' if done == 1 else 's'}; cannot undo {steps}",
+                    task_id=task_id,
+                )
+            if not all(is_claimable(state.steps[s]) for s in state.queue):  # Live runs only.
+                raise ConflictError(
+                    f"a step of task {short_id(task_id)} is running",
+                    hint="undo after it finishes",
+                    remedy="wait",
+                    task_id=task_id,
+                )
+            change = TaskChange(state=state, base_version=state.version)
+            undone = state.steps[state.completed[-1]]
+            for _ in range(steps):
+                undone = undo.undo_last(state, change)
+            if state.task.status is TaskStatus.FAILED:
+                state.task.status = TaskStatus.ACTIVE
+            self._commit(state, change)
+            telemetry_hooks.task_event(state, "step_undone", step=undone)
+        if state.queue:
+            return state.steps[state.queue[0]]
+        return state.steps[state.completed[-1]] if state.completed else undone
+
+    # ----------------------------------------------------------------- finishing
+
+    def finalize_response(
+        self, task_id: str, step_output: TaskStepOutput | None = None, **kwargs: Any
+    ) -> AgentChatResponse:
+        """Finish a task whose last step ran: merge it into the shared conversation.
+
+        `step_output` is LlamaIndex's argument, accepted: the task's last output is used.
+        """
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            last = state.last_output
+            if last is None or not last.is_last:
+                raise NothingToRunError(
+                    f"task {short_id(task_id)} has not reached its last step "
+                    f"({len(state.queue)} upcoming)",
+                    hint="run it further (run_step or run_until) before finalize_response()",
+                    remedy="run_first",
+                    task_id=task_id,
+                )
+            if state.task.status is not TaskStatus.COMPLETED:
+                check_active(state, "be finalized")
+                self._merge_into_conversation(state, **kwargs)
+            response = AgentChatResponse(
+                response="" if last.output is None else str(last.output),
+                sources=[*_sources(state.completed_steps), *extra_sources(state.task)],
+                task_id=task_id,
+            )
+        if self.delete_task_on_finish:
+            self.delete_task(task_id)
+        return response
+
+    def _merge_into_conversation(self, state: TaskState, **kwargs: Any) -> None:
+        messages = self.agent_worker.finalize_task(state.task, **kwargs)
+        if messages is None:  # LlamaIndex's contract: the worker merged nothing itself.
+            messages = BaseAgentWorker.finalize_task(self.agent_worker, state.task)
+        if self.conversation_id is not None:
+            keep = len(self.memory)
+            self.store.write_conversation(self.conversation_id, MemoryWrite(keep, list(messages)))
+            self.memory.put_messages(messages)
+        state.task.status = TaskStatus.COMPLETED
+        self._commit(state, TaskChange(state=state, base_version=state.version))
+        telemetry_hooks.task_event(state, "task_finalized", end=True)
+
+    @runs_on_runtime
+    async def achat(self, message: str, **kwargs: Any) -> AgentChatResponse:
+        """Create a task, run it to its last step (approving tool calls), and finalize it.
+
+        LlamaIndex's `chat_history=` replaces the conversation first; `tool_choice=` is taken.
+        """
+        use_chat_history(self, kwargs)
+        task = self.create_task(message, **kwargs)
+        while True:
+            output = await self.arun_step(task.task_id)
+            if output.is_last:
+                return self.finalize_response(task.task_id)
+
+    def chat(self, message: str, **kwargs: Any) -> AgentChatResponse:
+        """Sync twin of `achat`."""
+        return run_sync(self.achat(message, **kwargs), name="chat")
+
+
+def _end_event(
+    step_id: str, output: TaskStepOutput | None, error: BaseException | None
+) -> StepEvent:
+    if output is not None:
+        return StepCompletedEvent(step_id=step_id, output=output)
+    return StepFailedEvent(step_id=step_id, error=str(error) if error else "stopped")
+
+
+def _settled(job: asyncio.Future[Any]) -> None:
+    if not job.cancelled():
+        job.exception()  # Read by its `StepRun`; retrieved here so asyncio does not warn.
+
+
+def _sources(outputs: Iterable[TaskStepOutput]) -> list[ToolOutput]:
+    return [call for output in outputs for call in output.tool_calls]

@@ -1,0 +1,271 @@
+"""One step run as a transaction: claim the step, run the worker, then commit, fail or release.
+
+Kept apart from `AgentRunner` (which holds the API, the cache and the store), as pydantic-ai
+keeps a step's logic in its graph nodes apart from `Agent`. The worker computes on a view of
+the task (staged memory, a copy of its state); only `_complete` touches the live task, in one
+`TaskChange` under the task's lock, so a failed step never changes it.
+
+It uses the runner's protected API only: `_lock`, `_commit`, `_task_state`, `_owner`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from agent_core.effects import revert_effects, step_context
+from agent_core.errors import (
+    AgentCoreError,
+    ConflictError,
+    Remedy,
+    StepConflictError,
+    StepError,
+)
+from agent_core.runtime.claims import CLAIM_PERSIST_DELAY_S, IN_FLIGHT
+from agent_core.runtime.queue import (
+    adopt_next_steps,
+    check_active,
+    hand_over,
+    is_claimable,
+    mark_completed,
+    pick_step,
+)
+from agent_core.runtime.step_runs import STOPPED_BY_YOU, StepRun
+from agent_core.runtime.undo import memory_write
+from agent_core.runtime.worker_state import dump_state, merge_state
+from agent_core.store.base import TaskChange
+from agent_core.telemetry import hooks as telemetry_hooks
+from agent_core.types import (
+    StepInput,
+    StepSnapshot,
+    StepStatus,
+    Task,
+    TaskState,
+    TaskStatus,
+    TaskStep,
+    TaskStepOutput,
+    short_id,
+    utcnow,
+)
+
+if TYPE_CHECKING:
+    from agent_core.runtime.runner import AgentRunner
+
+__all__ = ["claim", "run_claimed"]
+
+_FAIL_COMMIT_TRIES = 3
+_STEP_FAILED_HINT = (
+    "nothing completed was lost; edit the step's input and run it again, or undo_step()"
+)
+
+
+def claim(
+    runner: AgentRunner,
+    state: TaskState,
+    step_id: str | None,
+    input: StepInput,
+    rejection: str | None = None,
+) -> TaskStep:
+    """Mark the step running here; the store hears of it from `_store_claim`, if at all."""
+    with runner._lock(state.task_id):
+        check_active(state, "run")
+        step = pick_step(state, step_id)
+        if input is not None:
+            step.set_input(input)
+        step.rejection = rejection
+        step.status = StepStatus.RUNNING
+        step.attempts += 1
+        step.claimed_by = runner._owner
+        step.started_at = utcnow()
+        step.error = None
+        IN_FLIGHT.start(runner._owner, step.step_id)
+    return step
+
+
+@telemetry_hooks.traced_step
+async def run_claimed(
+    runner: AgentRunner, state: TaskState, step: TaskStep, kwargs: dict[str, Any], run: StepRun
+) -> TaskStepOutput:
+    """Run a claimed step's worker and commit its output, or record why it did not complete.
+
+    A step that fails is recorded `failed` and raises `StepError`; one interrupted (not
+    stopped by a person) goes back to upcoming, untouched.
+    """
+    return await _Transaction(runner, state, step).run(kwargs, run)
+
+
+class _Transaction:
+    """The claimed `step` of `state`, from its worker call to its commit."""
+
+    def __init__(self, runner: AgentRunner, state: TaskState, step: TaskStep) -> None:
+        self.runner, self.state, self.step = runner, state, step
+
+    async def run(self, kwargs: dict[str, Any], run: StepRun) -> TaskStepOutput:
+        store_claim = asyncio.get_running_loop().call_later(
+            CLAIM_PERSIST_DELAY_S, self._store_claim
+        )
+        state, step = self.state, self.step
+        base_json = state.extra_state_json
+        view = state.task.model_copy(
+            update={"memory": state.task.memory.staged(), "extra_state": json.loads(base_json)}
+        )
+        started = time.perf_counter()
+        with step_context(state.task_id, step.step_id) as context:
+            try:
+                output = await self.runner.agent_worker.arun_step(step, view, **kwargs)
+                latency_ms = (time.perf_counter() - started) * 1000
+                if isinstance(output, TaskStepOutput):
+                    output.effects = [*output.effects, *context.effects]
+                    if not output.messages_sent and context.messages_sent:
+                        output.messages_sent = context.messages_sent
+                return self._complete(view, base_json, output, latency_ms)
+            except Exception as exc:
+                revert_effects(context.effects)
+                raise self._fail(exc) from exc
+            except asyncio.CancelledError:
+                revert_effects(context.effects)
+                if not run.stop_requested:  # Interrupted: the step goes back, untouched.
+                    self._release()
+                    raise
+                current = asyncio.current_task()
+                if current is not None:
+                    current.uncancel()
+                raise self._fail(StepError(STOPPED_BY_YOU)) from None
+            except BaseException:
+                revert_effects(context.effects)
+                self._release()
+                raise
+            finally:
+                store_claim.cancel()
+                IN_FLIGHT.finish(self.runner._owner, step.step_id)
+
+    def _store_claim(self) -> None:
+        """Write a still-running step's claim, so a crash leaves it marked interrupted."""
+        runner, state, step = self.runner, self.state, self.step
+        with runner._lock(state.task_id):
+            current = runner.state.task_dict.get(state.task_id) is state
+            if not current or step.status is not StepStatus.RUNNING:
+                return
+            change = TaskChange(
+                state=state, base_version=state.version, steps=[step], task_row=False
+            )
+            try:
+                runner._commit(state, change)
+            except AgentCoreError:
+                pass  # The step's own commit meets the same conflict and reports it.
+
+    def _complete(
+        self, view: Task, base_json: str, output: TaskStepOutput, latency_ms: float
+    ) -> TaskStepOutput:
+        state, step = self.state, self.step
+        if not isinstance(output, TaskStepOutput):
+            raise StepError(
+                f"the worker returned {type(output).__name__}, not a TaskStepOutput",
+                task_id=state.task_id,
+                step_id=step.step_id,
+            )
+        with self.runner._lock(state.task_id):
+            committed_json = state.extra_state_json
+            written = merge_state(base_json, committed_json, view.extra_state)
+            new_json = dump_state(written, task_id=state.task_id, step_id=step.step_id)
+            next_steps = adopt_next_steps(state, step, output.next_steps)
+            task = state.task
+            snapshot = StepSnapshot(
+                step_id=step.step_id,
+                memory=task.memory.apply(view.memory),  # type: ignore[arg-type]
+                extra_state_json=committed_json,
+            )
+            write = memory_write(snapshot, task.memory)
+            task.extra_state = written
+            state.set_extra_state_json(new_json)
+            task.usage = task.usage + output.usage
+            if task.status is TaskStatus.FAILED:
+                task.status = TaskStatus.ACTIVE
+            output.task_step, output.next_steps, output.latency_ms = step, next_steps, latency_ms
+            mark_completed(state, step, next_steps)
+            waiting = hand_over(state, step, next_steps)
+            state.outputs[step.step_id] = output
+            state.snapshots[step.step_id] = snapshot
+            change = TaskChange(
+                state=state,
+                base_version=state.version,
+                steps=[step, *next_steps, *waiting],
+                outputs=[output],
+                snapshots=[snapshot],
+                memory=write,
+            )
+            self.runner._commit(state, change)
+            # The prompt is stored apart: the state keeps the output without it, as a load
+            # would; the caller gets it whole.
+            state.outputs[step.step_id] = output.model_copy(update={"messages_sent": []})
+        return output
+
+    def _fail(self, exc: BaseException) -> StepError:
+        state, step = self.state, self.step
+        message = str(exc) if isinstance(exc, AgentCoreError) else f"{type(exc).__name__}: {exc}"
+        # Model text can hold lone surrogates, which no store can encode.
+        message = message.encode("utf-8", "replace").decode("utf-8")
+        cause = exc.cause if isinstance(exc, StepError) else message
+        text = f"step {step.step_id} of task {short_id(state.task_id)} failed: {message}"
+        # A worker's own StepError (a PlanError with its raw text...) keeps its type and fields.
+        if isinstance(exc, StepError):
+            error = copy.copy(exc)
+        elif isinstance(exc, ConflictError):
+            error = StepConflictError(text)
+        else:
+            error = StepError(text)
+        error.args = (text,)
+        error.message, error.cause = text, cause
+        error.hint = _STEP_FAILED_HINT
+        error.remedy = error.remedy or _remedy_of(exc)
+        error.task_id, error.step_id = state.task_id, step.step_id
+        for _ in range(_FAIL_COMMIT_TRIES):
+            try:
+                self._record_failure(message)
+            except ConflictError:
+                continue  # Another tab committed meanwhile: reload and record it again.
+            break
+        return error
+
+    def _record_failure(self, message: str) -> None:
+        runner, task_id, ran = self.runner, self.state.task_id, self.step
+        with runner._lock(task_id):
+            state = runner._task_state(task_id)  # Reloads if a refused commit dropped it.
+            step = state.steps.get(ran.step_id)
+            if step is None or ran.step_id not in state.queue:
+                return  # Another runner already settled the step; leave its record alone.
+            if step.claimed_by not in (None, runner._owner) and not is_claimable(step):
+                return  # Another live run holds it now.
+            if step is not ran:  # Reloaded: our claim may never have reached the store.
+                step.input, step.proposed_input, step.edited = (
+                    ran.input,
+                    ran.proposed_input,
+                    ran.edited,
+                )
+                step.attempts, step.started_at = ran.attempts, ran.started_at
+            step.status = StepStatus.FAILED
+            step.error = message
+            step.claimed_by = None
+            step.finished_at = utcnow()
+            if state.task.status is TaskStatus.ACTIVE:
+                state.task.status = TaskStatus.FAILED
+            change = TaskChange(state=state, base_version=state.version, steps=[step])
+            runner._commit(state, change)
+
+    def _release(self) -> None:
+        runner, state, step = self.runner, self.state, self.step
+        with runner._lock(state.task_id):
+            if state.task_id not in runner.state.task_dict:
+                return
+            step.status = StepStatus.UPCOMING
+            step.claimed_by = None
+            runner._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
+
+
+def _remedy_of(exc: BaseException) -> Remedy:
+    """How a person fixes a step that failed with `exc`: the cause's own remedy, else edit it."""
+    remedy = exc.remedy if isinstance(exc, AgentCoreError) else None
+    return remedy or "edit_step"

@@ -1,0 +1,92 @@
+"""OpenTelemetry traces of tasks, steps, model calls and tool calls (OpenInference).
+
+For Phoenix, Langfuse or any OTLP collector, with the OpenInference semantic conventions.
+Off by default, and then free: OpenTelemetry is not even imported. Turn it on with one
+setting, either the environment variable `STEPWISE_OTLP_ENDPOINT` (an OTLP/HTTP endpoint such
+as `http://localhost:6006` for Phoenix, read once when the runtime first needs it), or:
+
+    from agent_core import telemetry
+
+    telemetry.instrument(endpoint="http://localhost:6006")      # or
+    telemetry.instrument(tracer_provider)                       # your own provider
+
+Prompt text, model output, tool arguments, tool output and error messages stay out of the
+spans unless asked for, with `capture_content=True` or `STEPWISE_OTLP_CAPTURE_CONTENT=1`.
+No API key ever reaches a span: attributes are taken from an allow-list of fields, and a
+model's base URL is exported without its user, password and query.
+
+The span tree (see `agent_core.telemetry.spans` for how a task that outlives a process is
+traced): a task's AGENT span, its steps' CHAIN spans, and under each step its LLM and TOOL
+spans. Undo, feedback, abandon and finalize are events on the task's span.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent_core.errors import UserError
+from agent_core.telemetry import hooks
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
+__all__ = ["instrument", "is_instrumented", "uninstrument"]
+
+
+def instrument(
+    tracer_provider: TracerProvider | None = None,
+    *,
+    endpoint: str | None = None,
+    capture_content: bool = False,
+) -> None:
+    """Trace every task, step, model call and tool call of this process from now on.
+
+    Args:
+        tracer_provider: Where spans go; defaults to the global provider (set by
+            `phoenix.otel.register()`, say), or a new one for `endpoint`.
+        endpoint: An OTLP/HTTP collector to send spans to in batches; `/v1/traces` is added
+            unless the URL ends with it. Headers (a Langfuse key pair) are read from
+            `OTEL_EXPORTER_OTLP_HEADERS` by the exporter.
+        capture_content: Also export prompts, replies, tool arguments and outputs, and error
+            messages (`STEPWISE_OTLP_CAPTURE_CONTENT=1` asks for it too).
+
+    Raises:
+        UserError: Both `tracer_provider` and `endpoint` were given, or the endpoint is not
+            an http(s) URL.
+    """
+    if tracer_provider is not None and endpoint is not None:
+        raise UserError(
+            "give instrument() a tracer_provider or an endpoint, not both: "
+            "add an OTLP exporter to your provider instead"
+        )
+    from agent_core.telemetry.spans import Tracing, capture_from_environment
+
+    capture = capture_content or capture_from_environment()
+    if endpoint is not None:
+        try:
+            tracing = Tracing.for_endpoint(endpoint, capture_content=capture)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+    else:
+        from opentelemetry import trace
+
+        provider = tracer_provider or trace.get_tracer_provider()
+        tracing = Tracing(provider, capture_content=capture)
+    uninstrument()
+    hooks.tracing = tracing
+
+
+def uninstrument() -> None:
+    """Stop tracing: open task spans end (marked still open) and a provider made here flushes.
+
+    The environment variable is not read again: tracing stays off until `instrument`.
+    """
+    current = hooks.tracing
+    hooks.tracing = None
+    if current is not None and not isinstance(current, hooks._Unresolved):
+        current.close()
+
+
+def is_instrumented() -> bool:
+    """Whether spans are being made (by `instrument`, or because the endpoint variable is set)."""
+    return hooks.active() is not None

@@ -1,6 +1,0 @@
-"""The control plane: services and tasks in SQLite, hop routing, and its HTTP API."""
-
-from agent_services.control_plane.server import ControlPlaneServer
-from agent_services.control_plane.state import ControlPlaneState
-
-__all__ = ["ControlPlaneServer", "ControlPlaneState"]

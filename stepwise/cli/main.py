@@ -1,0 +1,192 @@
+"""The `stepwise` command line: argument parsing and dispatch to the subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from agent_core.errors import AgentCoreError, UserError
+from agent_core.user_code.registry import EntryKind, parse_entry
+from stepwise.cli.services_args import add_services_parser
+
+__all__ = ["build_parser", "main"]
+
+_DESCRIPTION = "Stepwise: a human-in-the-loop debugger for LLM agents."
+_UI_EPILOG = """\
+Your agents and tools:
+  --agent NAME=TARGET   TARGET is path/to/file.py:attr or package.module:attr, where attr is
+                        a BaseAgentWorker, or a function that returns one: it gets the model
+                        chosen in the app (def build_agent(llm)) or nothing.
+  --tools NAME=MODULE   MODULE is path/to/file.py or package.module: its TOOLS list, else its
+                        public functions, become tools for the built-in workers.
+  File paths are relative to this folder. Entries can also live in this folder's
+  pyproject.toml, under [tool.stepwise]:
+      agents = { my_agent = "my_agent.py:build_agent" }
+      tools = { my_tools = "my_tools.py" }
+  (or at the top level of stepwise.toml); --agent and --tools win over them.
+
+Examples:
+  stepwise ui
+  stepwise ui --agent my_agent=my_agent.py:build_agent --tools my_tools=my_tools.py
+  stepwise ui --db runs.db --port 8502
+
+`stepwise ui` runs from a source checkout or an editable install (pip install -e .).
+"""
+
+
+def _entry(kind: EntryKind) -> Callable[[str], tuple[str, str]]:
+    """An argparse `type` for `--agent` / `--tools`: the checked `(name, target)`."""
+
+    def parse(text: str) -> tuple[str, str]:
+        try:
+            return parse_entry(text, kind=kind)
+        except UserError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = f"{kind} entry"  # argparse names the type in some messages.
+    return parse
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
+    return port
+
+
+def _db(text: str) -> Path:
+    path = Path(text).expanduser().resolve()
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder; give the database file's path")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"the folder of {text!r} ({path.parent}) does not exist: create it first"
+        )
+    return path
+
+
+_SERVE_EPILOG = """\
+Security: the server listens on 127.0.0.1 unless --host says otherwise. With
+STEPWISE_API_TOKEN set, every route but /health needs `Authorization: Bearer <token>`;
+listening on any other address without a token is refused. Model keys come from this
+process's environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...), never from a request.
+
+Examples:
+  stepwise serve
+  stepwise serve --port 8000 --agent my_agent=my_agent.py:build_agent
+  STEPWISE_API_TOKEN=... stepwise serve --host 0.0.0.0
+
+Then open http://127.0.0.1:8000/docs.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `stepwise` argument parser (subcommands: `ui`, `serve`, `services`)."""
+    parser = argparse.ArgumentParser(prog="stepwise", description=_DESCRIPTION)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    ui = commands.add_parser(
+        "ui",
+        help="start the app in the browser, on this folder's agents and tools",
+        description="Start the Stepwise app (Streamlit) on http://localhost:8501, as `make run`\n"
+        "does, with your own agents and tools from this folder.",
+        epilog=_UI_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_shared_arguments(ui, default_port=8501)
+    serve = commands.add_parser(
+        "serve",
+        help="serve the runtime over HTTP: Execute Agent API, Agent Protocol, extensions",
+        description="Serve Stepwise over HTTP (FastAPI on uvicorn), on the same database and\n"
+        "agents as the app: a task created over HTTP shows in the app, and the other way round.",
+        epilog=_SERVE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)"
+    )
+    _add_shared_arguments(serve, default_port=8000)
+    add_services_parser(commands)
+    return parser
+
+
+def _add_shared_arguments(command: argparse.ArgumentParser, *, default_port: int) -> None:
+    command.add_argument(
+        "--db",
+        type=_db,
+        metavar="PATH",
+        help="the SQLite file that keeps the tasks (default: ./stepwise.db, or $STEPWISE_DB)",
+    )
+    command.add_argument(
+        "--port", type=_port, metavar="N", help=f"the port to serve on (default: {default_port})"
+    )
+    command.add_argument(
+        "--agent",
+        dest="agents",
+        action="append",
+        default=[],
+        type=_entry("agent"),
+        metavar="NAME=TARGET",
+        help="your agent, e.g. my_agent=my_agent.py:build_agent (repeatable)",
+    )
+    command.add_argument(
+        "--tools",
+        dest="tools",
+        action="append",
+        default=[],
+        type=_entry("tools"),
+        metavar="NAME=MODULE",
+        help="your tools module, e.g. my_tools=my_tools.py (repeatable)",
+    )
+    command.set_defaults(command_parser=command)  # Its errors show its own usage line.
+
+
+def _by_name(
+    parser: argparse.ArgumentParser, entries: list[tuple[str, str]], flag: str
+) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for name, value in entries:
+        if name in found:
+            parser.error(f"{flag} {name}=... is given twice: give each name once")
+        found[name] = value
+    return found
+
+
+def _services(args: argparse.Namespace) -> int:
+    from stepwise.cli.services import run_services
+
+    try:
+        return run_services(args)
+    except AgentCoreError as exc:
+        print(f"stepwise services: {exc}", file=sys.stderr)
+        return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `stepwise` command; the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    if args.command == "services":
+        return _services(args)
+    agents = _by_name(args.command_parser, args.agents, "--agent")
+    tools = _by_name(args.command_parser, args.tools, "--tools")
+    try:
+        if args.command == "serve":
+            from stepwise.cli.serve import run_server
+
+            return run_server(
+                host=args.host, port=args.port, db=args.db, agents=agents, tools=tools
+            )
+        from stepwise.cli.ui import run_ui
+
+        return run_ui(port=args.port, db=args.db, agents=agents, tools=tools)
+    except AgentCoreError as exc:
+        print(f"stepwise {args.command}: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,60 @@
+"""The ASGI application: routes, the gate (token, body size) and JSON errors."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from stepwise.server import agent_protocol, execute, extensions
+from stepwise.server.errors import install_error_handlers
+from stepwise.server.runtime import ServerRuntime, runtime_of
+from stepwise.server.security import GateMiddleware
+from stepwise.server.settings import ServerSettings
+
+__all__ = ["create_app", "runtime_of"]
+
+_DESCRIPTION = """\
+Stepwise's runtime over HTTP.
+
+- **Execute Agent** (`/v1/agent/execute`): one stateless agent inference step. Send the
+  messages and tools; get a final answer or a request to run a tool. Nothing is stored.
+- **Agent Protocol v1** (`/ap/v1/agent/...`): tasks and steps, one step per call, over the
+  same store as the Stepwise app.
+- **Stepwise extensions** (`/stepwise/v1/tasks/...`): undo, edit, approve or reject a tool
+  call, feedback, run until, cancel, the step graph, and a live event stream.
+
+Errors are JSON: `{"error": {"code", "message", "hint"}}` with a stable `code`.
+"""
+
+
+def create_app(settings: ServerSettings | None = None) -> FastAPI:
+    """The server's ASGI app over `settings` (default: from the environment)."""
+    settings = settings or ServerSettings()
+    runtime = ServerRuntime(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        runtime.close()
+
+    app = FastAPI(
+        title="Stepwise",
+        summary="A human-in-the-loop debugger for LLM agents, over HTTP",
+        description=_DESCRIPTION,
+        version="1",
+        lifespan=lifespan,
+    )
+    app.state.runtime = runtime
+    app.add_middleware(GateMiddleware, token=settings.token, max_body_bytes=settings.max_body_bytes)
+    install_error_handlers(app)
+
+    @app.get("/health", tags=["server"], summary="Whether the server is up (no token needed)")
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    app.include_router(execute.router)
+    app.include_router(agent_protocol.router)
+    app.include_router(extensions.router)
+    return app

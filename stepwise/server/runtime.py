@@ -1,0 +1,144 @@
+"""What the server shares between requests: one SQLite store and one runner per agent spec.
+
+The store is the app's own file, so a task created over HTTP shows in the app and the other
+way round. A task is run by the runner of the spec it recorded; keys come from the server's
+environment (the SDKs read `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, ...), never from a request.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Annotated, Literal
+
+from fastapi import Depends, Request
+from pydantic import BaseModel, Field
+
+from agent_core import ParallelAgentRunner, user_code
+from agent_core.errors import UserError
+from agent_core.llms.base import LLM
+from agent_core.spec import DEFAULT_MODELS, AgentSpec
+from agent_core.store import SQLiteStore
+from agent_core.types import Task, TaskStatus
+from stepwise.server.settings import ServerSettings
+
+__all__ = ["ModelUsed", "Runtime", "ServerRuntime", "runtime_of"]
+
+_RUNNABLE = (TaskStatus.ACTIVE, TaskStatus.FAILED)
+
+
+class ModelUsed(BaseModel):
+    """The model that answered."""
+
+    provider: Literal["openai", "anthropic", "demo"]
+    name: str
+    scripted: bool = Field(description="True for the scripted demo model: not a real model.")
+
+
+class ServerRuntime:
+    """The store and runners behind every route of one server."""
+
+    def __init__(self, settings: ServerSettings) -> None:
+        self.settings = settings
+        self.store = SQLiteStore(settings.db)
+        self._runners: dict[tuple[str, int], ParallelAgentRunner] = {}
+        self._models: dict[tuple[str, str], LLM] = {}
+        # Validating a spec consults the user's code registry: done once per recorded spec.
+        self._specs: dict[str, AgentSpec] = {}
+        self._reading_spec = AgentSpec()
+        self._guard = threading.Lock()
+
+    def runner_for(self, spec: AgentSpec) -> ParallelAgentRunner:
+        """The runner of `spec`, built once (again after the user's code is reloaded)."""
+        generation = user_code.generation() if spec.uses_user_code else 0
+        key = (spec.model_dump_json(), generation)
+        with self._guard:
+            runner = self._runners.get(key)
+            if runner is None:
+                runner = spec.build_runner(store=self.store)
+                self._runners[key] = runner
+            return runner
+
+    def execute_model(self, provider: str, name: str | None) -> tuple[LLM, ModelUsed]:
+        """The model for an Execute Agent call, built once per provider and name.
+
+        Raises:
+            MissingKeyError: The provider has no key in the server's environment.
+        """
+        name = name or DEFAULT_MODELS[provider]
+        with self._guard:
+            llm = self._models.get((provider, name))
+            if llm is None:
+                spec = AgentSpec(provider=provider, model=name)  # type: ignore[arg-type]
+                llm = spec.build_llm()  # Keys and base URLs: the SDKs read the environment.
+                self._models[(provider, name)] = llm
+        used = ModelUsed(provider=provider, name=name, scripted=provider == "demo")  # type: ignore[arg-type]
+        return llm, used
+
+    def reader(self) -> ParallelAgentRunner:
+        """A runner that reads any task (the default demo spec: it needs no key)."""
+        return self.runner_for(self._reading_spec)
+
+    def spec_named(self, agent: str | None) -> AgentSpec:
+        """The spec for a request naming `agent` (a registered agent), else the default.
+
+        Raises:
+            UserError: No agent of that name is registered.
+        """
+        if not agent:
+            return self.settings.default_agent
+        fields = {**self.settings.default_agent.model_dump(), "agent": agent}
+        fields.pop("agent_target")  # Filled in from the registry.
+        try:
+            return AgentSpec.model_validate(fields)
+        except ValueError as exc:
+            names = [entry.name for entry in user_code.default_registry().agents()]
+            raise UserError(
+                f"no agent named {agent!r} is registered on this server",
+                hint=f"registered agents: {', '.join(sorted(names)) or 'none'}; start the server"
+                " with --agent NAME=TARGET",
+            ) from exc
+
+    def runner_for_task(self, task_id: str) -> ParallelAgentRunner:
+        """The runner of the spec `task_id` recorded; the reader once it can no longer run.
+
+        A finished, abandoned or imported task is read only: its agent is never rebuilt.
+        """
+        task = self._current_task(task_id)
+        if task.status not in _RUNNABLE or task.imported or not task.spec:
+            return self.reader()
+        return self.runner_for(self._spec_of(task.spec))
+
+    def _current_task(self, task_id: str) -> Task:
+        """The task, from a runner that holds it at the stored version, else loaded.
+
+        The runner that ran the last step holds it: the reader would load every step again.
+        """
+        version = self.store.task_version(task_id)
+        with self._guard:
+            runners = list(self._runners.values())
+        for runner in runners:
+            held = runner.state.task_dict.get(task_id)
+            if held is not None and version is not None and held.version == version:
+                return held.task
+        return self.reader().get_task(task_id)
+
+    def _spec_of(self, recorded: dict) -> AgentSpec:
+        key = json.dumps(recorded, sort_keys=True)
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = self._specs[key] = AgentSpec.model_validate(recorded)
+        return spec
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()
+
+
+def runtime_of(request: Request) -> ServerRuntime:
+    """The server's runtime, for routes (`Depends(runtime_of)`)."""
+    return request.app.state.runtime
+
+
+Runtime = Annotated[ServerRuntime, Depends(runtime_of)]
+"""A route parameter typed `Runtime` receives the server's runtime."""

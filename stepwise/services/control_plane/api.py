@@ -1,0 +1,260 @@
+"""The control plane's HTTP API (FastAPI): services, tasks, hops, step mode, the human inbox.
+
+The same gate as `stepwise serve`: a bearer token when one is set, bounded bodies, and JSON
+errors `{"error": {"code", "message", "hint"}}` with a stable code. Routes that publish run
+on the message queue's home loop, so the API may be served from any loop or thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from fastapi import APIRouter, FastAPI, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from stepwise.server.errors import error_body, install_error_handlers
+from stepwise.server.security import GateMiddleware
+from stepwise.services._home import on_home_loop
+from stepwise.services.errors import (
+    HopNotPendingError,
+    HumanRequestNotWaitingError,
+    ServicesError,
+    TaskFailedError,
+    UnknownHopError,
+    UnknownHumanRequestError,
+    UnknownServiceError,
+    UnknownTaskError,
+)
+from stepwise.services.messages import ServiceDefinition, TaskDefinition, TaskResult
+from stepwise.services.records import (
+    HopRecord,
+    HumanRequest,
+    HumanRequestStatus,
+    ServiceKind,
+    ServiceRecord,
+    TaskRecord,
+    TaskStatus,
+)
+
+if TYPE_CHECKING:
+    from stepwise.services.control_plane.server import ControlPlaneServer
+
+__all__ = [
+    "AnswerBody",
+    "CreateTaskBody",
+    "DeregisterBody",
+    "EditHopBody",
+    "RejectHopBody",
+    "ServiceRegistration",
+    "TaskResultResponse",
+    "create_control_plane_app",
+]
+
+T = TypeVar("T")
+
+
+class ServiceRegistration(ServiceDefinition):
+    """A service registering itself: its definition and what kind of service it is."""
+
+    kind: ServiceKind = ServiceKind.AGENT
+
+
+class DeregisterBody(BaseModel):
+    """Which service to remove."""
+
+    service_name: str
+
+
+class CreateTaskBody(BaseModel):
+    """A new task."""
+
+    input: str = Field(min_length=1)
+    step_mode: bool = Field(default=False, description="Pause before each hop for a person.")
+    session_id: str | None = None
+    task_id: str | None = Field(default=None, description="Your own id; a fresh one if None.")
+
+
+class TaskResultResponse(BaseModel):
+    """A task's outcome: `result` once completed, `error` once failed, neither while running."""
+
+    task_id: str
+    status: TaskStatus
+    result: TaskResult | None = None
+    error: str | None = None
+
+
+class EditHopBody(BaseModel):
+    """A pending hop, changed: another service, another input, or both."""
+
+    service_name: str | None = None
+    input: str | None = None
+
+
+class RejectHopBody(BaseModel):
+    """Why a person refused the hop (the task fails with it)."""
+
+    reason: str = Field(min_length=1)
+
+
+class AnswerBody(BaseModel):
+    """A person's answer to a human request."""
+
+    answer: str
+
+
+_STATUS_OF: list[tuple[type[ServicesError], int, str]] = [
+    (UnknownTaskError, 404, "task_not_found"),
+    (UnknownServiceError, 404, "service_not_found"),
+    (UnknownHopError, 404, "hop_not_found"),
+    (UnknownHumanRequestError, 404, "human_request_not_found"),
+    (HopNotPendingError, 409, "hop_not_pending"),
+    (HumanRequestNotWaitingError, 409, "human_request_answered"),
+    (TaskFailedError, 409, "task_failed"),
+]
+
+
+def create_control_plane_app(control_plane: ControlPlaneServer) -> FastAPI:
+    """The HTTP API over `control_plane`."""
+    app = FastAPI(
+        title="Stepwise control plane",
+        summary="Services, tasks, hops, step mode and the human inbox of stepwise.services",
+        version="1",
+    )
+    app.add_middleware(
+        GateMiddleware, token=control_plane.token, max_body_bytes=control_plane.max_body_bytes
+    )
+    install_error_handlers(app)
+
+    @app.exception_handler(ServicesError)
+    async def _services_error(request: Request, exc: ServicesError) -> JSONResponse:
+        status, code = next(((s, c) for t, s, c in _STATUS_OF if isinstance(exc, t)), (400, "bad"))
+        extra = {"task_id": exc.task_id} if exc.task_id else {}
+        return JSONResponse(error_body(code, exc.message, exc.hint, **extra), status_code=status)
+
+    @app.get("/health", tags=["server"], summary="Whether the control plane is up (no token)")
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    app.include_router(_services_router(control_plane))
+    app.include_router(_tasks_router(control_plane))
+    app.include_router(_human_router(control_plane))
+    return app
+
+
+def _home(
+    control_plane: ControlPlaneServer, coro: Coroutine[Any, Any, T]
+) -> Coroutine[Any, Any, T]:
+    return on_home_loop(control_plane.message_queue, coro)
+
+
+def _services_router(cp: ControlPlaneServer) -> APIRouter:
+    router = APIRouter(tags=["services"])
+
+    @router.get("/services", summary="The registered services")
+    def list_services() -> list[ServiceRecord]:
+        return cp.state.list_services()
+
+    @router.get("/services/{service_name}", summary="One service")
+    def get_service(service_name: str) -> ServiceRecord:
+        service = cp.state.get_service(service_name)
+        if service is None:
+            raise UnknownServiceError(
+                f"no service named {service_name!r} is registered",
+                hint="GET /services lists them",
+            )
+        return service
+
+    @router.post("/services/register", summary="Register or update a service")
+    async def register(body: ServiceRegistration) -> ServiceRecord:
+        definition = ServiceDefinition.model_validate(body.model_dump(exclude={"kind"}))
+        return await cp.register_service(definition, kind=body.kind)
+
+    @router.post("/services/deregister", summary="Remove a service")
+    async def deregister(body: DeregisterBody) -> dict[str, str]:
+        await cp.deregister_service(body.service_name)
+        return {"deregistered": body.service_name}
+
+    return router
+
+
+def _tasks_router(cp: ControlPlaneServer) -> APIRouter:
+    router = APIRouter(tags=["tasks"])
+
+    @router.post("/tasks", status_code=201, summary="Create a task (step_mode pauses each hop)")
+    async def create_task(body: CreateTaskBody) -> TaskRecord:
+        task = TaskDefinition(
+            input=body.input, step_mode=body.step_mode, session_id=body.session_id,
+            **({"task_id": body.task_id} if body.task_id else {}),
+        )  # fmt: skip
+        return await _home(cp, cp.create_task(task))
+
+    @router.get("/tasks", summary="Tasks, newest first")
+    def list_tasks(
+        limit: int = Query(default=100, ge=1, le=1000), offset: int = Query(default=0, ge=0)
+    ) -> list[TaskRecord]:
+        return cp.state.list_tasks(limit=limit, offset=offset)
+
+    @router.get("/tasks/{task_id}", summary="One task")
+    def get_task(task_id: str) -> TaskRecord:
+        return cp.state.get_task(task_id)
+
+    @router.get("/tasks/{task_id}/result", summary="The task's result, or why it failed")
+    def get_result(task_id: str) -> TaskResultResponse:
+        task = cp.state.get_task(task_id)
+        result = cp.get_task_result(task_id) if task.status is TaskStatus.COMPLETED else None
+        return TaskResultResponse(
+            task_id=task_id, status=task.status, result=result, error=task.error
+        )
+
+    @router.get("/tasks/{task_id}/hops", summary="The task's hops: proposed and run")
+    def get_hops(task_id: str) -> list[HopRecord]:
+        cp.state.get_task(task_id)
+        return cp.state.hops(task_id)
+
+    @router.get("/tasks/{task_id}/orchestrator", summary="What the orchestrator keeps for the task")
+    def get_orchestrator_state(task_id: str) -> dict[str, Any]:
+        """The orchestrator's state: for `AgentOrchestrator`, the conversation its model saw."""
+        cp.state.get_task(task_id)
+        return cp.state.orchestrator_state(task_id)
+
+    @router.get("/hops/pending", tags=["step mode"], summary="Hops waiting for a person")
+    def pending_hops() -> list[HopRecord]:
+        return cp.state.pending_hops()
+
+    @router.post("/tasks/{task_id}/hops/{hop_id}/approve", tags=["step mode"])
+    async def approve(task_id: str, hop_id: str) -> HopRecord:
+        """Send the pending hop as the orchestrator proposed it."""
+        return await _home(cp, cp.approve_hop(task_id, hop_id))
+
+    @router.post("/tasks/{task_id}/hops/{hop_id}/edit", tags=["step mode"])
+    async def edit(task_id: str, hop_id: str, body: EditHopBody) -> HopRecord:
+        """Send the pending hop to another service and/or with another input."""
+        change = cp.edit_hop(task_id, hop_id, service_name=body.service_name, input=body.input)
+        return await _home(cp, change)
+
+    @router.post("/tasks/{task_id}/hops/{hop_id}/reject", tags=["step mode"])
+    async def reject(task_id: str, hop_id: str, body: RejectHopBody) -> HopRecord:
+        """Refuse the pending hop: the task fails with the reason."""
+        return await _home(cp, cp.reject_hop(task_id, hop_id, body.reason))
+
+    return router
+
+
+def _human_router(cp: ControlPlaneServer) -> APIRouter:
+    router = APIRouter(tags=["human inbox"])
+
+    @router.get("/human/requests", summary="The human inbox, oldest first")
+    def list_requests(status: HumanRequestStatus | None = None) -> list[HumanRequest]:
+        return cp.state.human_requests(status)
+
+    @router.get("/human/requests/{request_id}", summary="One human request")
+    def get_request(request_id: str) -> HumanRequest:
+        return cp.state.get_human_request(request_id)
+
+    @router.post("/human/requests/{request_id}/answer", summary="Answer a human request")
+    async def answer(request_id: str, body: AnswerBody) -> HumanRequest:
+        return await _home(cp, cp.answer_human_request(request_id, body.answer))
+
+    return router

@@ -1,0 +1,67 @@
+"""Errors of the services layer: each says what happened and what to do about it.
+
+They sit under `agent_core.errors.AgentCoreError`, so one `except AgentCoreError` catches
+everything Stepwise raises; the control plane's HTTP API answers each with a stable code.
+"""
+
+from __future__ import annotations
+
+from agent_core.errors import AgentCoreError
+
+__all__ = [
+    "ControlPlaneError",
+    "HopNotPendingError",
+    "HumanRequestNotWaitingError",
+    "ServicesError",
+    "TaskFailedError",
+    "UnknownHopError",
+    "UnknownHumanRequestError",
+    "UnknownServiceError",
+    "UnknownTaskError",
+]
+
+
+class ServicesError(AgentCoreError):
+    """Base of the errors `stepwise.services` raises."""
+
+
+class UnknownTaskError(ServicesError, KeyError):
+    """The control plane tracks no task with this id."""
+
+
+class UnknownServiceError(ServicesError, KeyError):
+    """No service with this name is registered (or it takes no tasks)."""
+
+
+class UnknownHopError(ServicesError, KeyError):
+    """The task has no hop with this id."""
+
+
+class UnknownHumanRequestError(ServicesError, KeyError):
+    """The human inbox has no request with this id."""
+
+
+class HopNotPendingError(ServicesError):
+    """The hop is not waiting for a person: it was already approved, edited or rejected."""
+
+
+class HumanRequestNotWaitingError(ServicesError):
+    """The human request was already answered."""
+
+
+class TaskFailedError(ServicesError):
+    """A task ended without a result: a service failed for good, or a person rejected a hop."""
+
+
+class ControlPlaneError(ServicesError):
+    """The control plane's HTTP API refused a request (the client raises it).
+
+    Attributes:
+        status: The HTTP status.
+        code: The API's stable error code (`task_not_found`, `hop_not_pending`, ...).
+    """
+
+    def __init__(self, message: str, *, status: int, code: str, hint: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.status = status
+        self.code = code
