@@ -16,13 +16,14 @@ from agent_core.llms.base import (
     ToolSpec,
     Usage,
 )
+from agent_core.llms.catalog import OPENAI_COMPATIBLE_PRESETS
 from agent_core.llms.content import ImagePart, TextPart
 from agent_core.llms.pricing import ModelPrice, PriceTable
 from agent_core.llms.scripted import FunctionLLM, HumanLLM, ScriptedLLM
 
 if TYPE_CHECKING:
     from agent_core.llms.anthropic import AnthropicLLM
-    from agent_core.llms.openai import OPENAI_COMPATIBLE_PRESETS, OpenAILLM
+    from agent_core.llms.openai import OpenAILLM
 
 __all__ = [
     "LLM",
@@ -48,7 +49,6 @@ __all__ = [
 
 _LAZY = {
     "OpenAILLM": "agent_core.llms.openai",
-    "OPENAI_COMPATIBLE_PRESETS": "agent_core.llms.openai",
     "AnthropicLLM": "agent_core.llms.anthropic",
 }
 

@@ -53,18 +53,11 @@ from agent_core.llms.base import (
     ToolSpec,
     Usage,
 )
+from agent_core.llms.catalog import OPENAI_COMPATIBLE_PRESETS  # its old home: still importable
 from agent_core.llms.content import ImagePart
 from agent_core.llms.pricing import PriceTable
 
 __all__ = ["OPENAI_COMPATIBLE_PRESETS", "RAW_ARGUMENTS_KEY", "OpenAILLM"]
-
-OPENAI_COMPATIBLE_PRESETS: dict[str, str] = {
-    "ollama": "http://localhost:11434/v1",
-    "vllm": "http://localhost:8000/v1",
-    "llama.cpp": "http://localhost:8080/v1",
-    "lm-studio": "http://localhost:1234/v1",
-}
-"""Base URLs of OpenAI-compatible local servers on their default ports, by preset name."""
 
 RAW_ARGUMENTS_KEY = RAW_TOOL_ARGUMENTS
 """The `ToolCall.args` key holding tool arguments the model wrote that are not a JSON object."""
