@@ -14,9 +14,9 @@ from hashlib import sha256
 from pathlib import Path
 from types import ModuleType
 
+from agent_core.user_code._own_packages import is_own_module
 from agent_core.user_code.config import is_file_ref
 
-_OWN_PACKAGES = frozenset({"agent_core", "components", "stepwise", "pages", "streamlit"})
 _LOADER_FILES = frozenset(
     {__file__, str(Path(__file__).with_name("registry.py")), importlib.__file__}
 )
@@ -93,7 +93,7 @@ def _site_dirs() -> tuple[str, ...]:
 
 def _is_user_module(name: str, module: ModuleType | None) -> bool:
     """Whether `module` is the user's source, not ours, the standard library or installed."""
-    if name.partition(".")[0] in _OWN_PACKAGES:
+    if is_own_module(name, getattr(module, "__name__", None)):
         return False
     filename = getattr(module, "__file__", None)
     if not filename:
