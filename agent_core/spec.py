@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from agent_core.errors import UserError
 from agent_core.llms.base import LLM
+from agent_core.llms.catalog import PROVIDERS, ProviderName, infer_model
 from agent_core.llms.pricing import PriceTable
-from agent_core.llms.scripted import HumanLLM
 from agent_core.runtime.parallel import DEFAULT_MAX_CONCURRENCY, ParallelAgentRunner
 from agent_core.store.base import Store
 from agent_core.tools.base import BaseTool
@@ -30,19 +30,14 @@ from agent_core.workers.base import BaseAgentWorker
 __all__ = ["DEFAULT_MODELS", "AgentSpec", "ProviderName", "ToolName", "WorkerKind"]
 
 WorkerKind = Literal["react", "multimodal_react", "function_calling", "planner"]
-ProviderName = Literal["demo", "human", "openai", "anthropic"]
 ToolName = Literal["arithmetic", "calculator", "files", "python", "image"]
 SubAgentName = Literal["code", "file", "image"]
 
 WORKSPACES_ENV = "STEPWISE_WORKSPACES"
 """Overrides the default folder of task workspaces (tests and deployments set it)."""
 
-DEFAULT_MODELS: dict[str, str] = {
-    "demo": "demo (scripted)",
-    "human": "you (typed replies)",
-    "openai": "gpt-4o-mini",
-    "anthropic": "claude-sonnet-5",
-}
+DEFAULT_MODELS: dict[str, str] = {name: entry.model_label for name, entry in PROVIDERS.items()}
+"""The model each provider uses when none is named, as shown (from `agent_core.llms.catalog`)."""
 
 
 class AgentSpec(BaseModel):
@@ -136,27 +131,18 @@ class AgentSpec(BaseModel):
         return self.model or DEFAULT_MODELS[self.provider]
 
     @property
+    def model_ref(self) -> str:
+        """The model as one string, "provider:model" ("openai:gpt-4o-mini"), or "demo"."""
+        return PROVIDERS[self.provider].model_ref(self.model)
+
+    @property
     def is_demo(self) -> bool:
         """Whether the model is the scripted demo model."""
         return self.provider == "demo"
 
     def build_llm(self, *, api_key: str | None = None, prices: PriceTable | None = None) -> LLM:
         """The chat model; `api_key` (else the environment) authenticates real providers."""
-        if self.provider == "demo":
-            from agent_core.demos import demo_llm
-
-            return demo_llm()
-        if self.provider == "human":
-            return HumanLLM()
-        if self.provider == "openai":
-            from agent_core.llms.openai import OpenAILLM
-
-            return OpenAILLM(
-                self.model_name, api_key=api_key, base_url=self.base_url, prices=prices
-            )
-        from agent_core.llms.anthropic import AnthropicLLM
-
-        return AnthropicLLM(self.model_name, api_key=api_key, base_url=self.base_url, prices=prices)
+        return infer_model(self.model_ref, api_key=api_key, base_url=self.base_url, prices=prices)
 
     def build_tools(self, llm: LLM, *, registry: UserCodeRegistry | None = None) -> list[BaseTool]:
         """The tools the spec names, on this spec's workspace; the user's from `registry`.
@@ -253,6 +239,6 @@ class AgentSpec(BaseModel):
             self.build_worker(api_key=api_key, prices=prices, registry=registry),
             store=store,
             max_concurrency=max_concurrency,
-            conversation_id=None if self.provider in ("demo", "human") else f"spec:{self.name}",
+            conversation_id=f"spec:{self.name}" if PROVIDERS[self.provider].takes_model else None,
             spec=self.model_dump(mode="json"),
         )

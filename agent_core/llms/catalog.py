@@ -88,6 +88,11 @@ class Provider:
         return self.default_model is not None
 
     @property
+    def scripted(self) -> bool:
+        """Whether its replies are scripted: no model, no person, no network (the demo)."""
+        return not self.takes_model and not self.needs_person
+
+    @property
     def class_name(self) -> str:
         """The name of what `factory` builds, e.g. "OpenAILLM"."""
         return self.factory.rpartition(":")[2]
@@ -155,6 +160,7 @@ PROVIDERS: Mapping[str, Provider] = MappingProxyType(
             options=_SDK_OPTIONS,
             sdk_module="anthropic",
             extra="stepwise[anthropic]",
+            base_url_env="ANTHROPIC_BASE_URL",
         ),
     }
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
@@ -25,16 +25,24 @@ from agent_core.execute import (
     execute_stream,
 )
 from agent_core.llms.base import Usage
+from agent_core.llms.catalog import PROVIDERS
 from stepwise.server.errors import error_body, runtime_error
 from stepwise.server.runtime import ModelUsed, Runtime
+from stepwise.server.settings import ServedProvider
 
 __all__ = ["ExecuteAgentRequest", "ExecuteAgentResponse", "ModelChoice", "router"]
 
 router = APIRouter(tags=["execute agent"])
 
+_SERVER_VARIABLES = [
+    name
+    for entry in PROVIDERS.values()
+    for name in (entry.key_env, entry.base_url_env)
+    if name is not None
+]
 _KEYS_ON_THE_SERVER = (
-    "keys and server addresses are configured on the server (OPENAI_API_KEY, OPENAI_BASE_URL, "
-    "ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL), never sent in a request"
+    f"keys and server addresses are configured on the server ({', '.join(_SERVER_VARIABLES)}), "
+    "never sent in a request"
 )
 
 
@@ -42,7 +50,7 @@ class ModelChoice(BaseModel):
     """Which of the server's configured providers answers, and its model."""
 
     model_config = ConfigDict(extra="forbid")
-    provider: Literal["openai", "anthropic", "demo"] = Field(
+    provider: ServedProvider = Field(
         description='"demo" is the scripted demo model; the others need a key on the server.'
     )
     name: str | None = Field(

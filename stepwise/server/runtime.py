@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import Depends, Request
 from pydantic import BaseModel, Field
@@ -17,10 +17,11 @@ from pydantic import BaseModel, Field
 from agent_core import ParallelAgentRunner, user_code
 from agent_core.errors import UserError
 from agent_core.llms.base import LLM
-from agent_core.spec import DEFAULT_MODELS, AgentSpec
+from agent_core.llms.catalog import PROVIDERS, infer_model
+from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
 from agent_core.types import Task, TaskStatus
-from stepwise.server.settings import ServerSettings
+from stepwise.server.settings import ServedProvider, ServerSettings
 
 __all__ = ["ModelUsed", "Runtime", "ServerRuntime", "runtime_of"]
 
@@ -30,7 +31,7 @@ _RUNNABLE = (TaskStatus.ACTIVE, TaskStatus.FAILED)
 class ModelUsed(BaseModel):
     """The model that answered."""
 
-    provider: Literal["openai", "anthropic", "demo"]
+    provider: ServedProvider
     name: str
     scripted: bool = Field(description="True for the scripted demo model: not a real model.")
 
@@ -65,14 +66,14 @@ class ServerRuntime:
         Raises:
             MissingKeyError: The provider has no key in the server's environment.
         """
-        name = name or DEFAULT_MODELS[provider]
+        entry = PROVIDERS[provider]
+        name = name or entry.model_label
         with self._guard:
             llm = self._models.get((provider, name))
             if llm is None:
-                spec = AgentSpec(provider=provider, model=name)  # type: ignore[arg-type]
-                llm = spec.build_llm()  # Keys and base URLs: the SDKs read the environment.
+                llm = infer_model(entry.model_ref(name))  # Keys, base URLs: from the environment.
                 self._models[(provider, name)] = llm
-        used = ModelUsed(provider=provider, name=name, scripted=provider == "demo")  # type: ignore[arg-type]
+        used = ModelUsed(provider=provider, name=name, scripted=entry.scripted)  # type: ignore[arg-type]
         return llm, used
 
     def reader(self) -> ParallelAgentRunner:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 from agent_core.errors import UserError
+from agent_core.llms.catalog import PROVIDERS, split_model
 from agent_core.spec import AgentSpec
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "MODEL_ENV",
     "TOKEN_ENV",
     "ModelDefault",
+    "ServedProvider",
     "ServerSettings",
     "check_exposure",
     "is_loopback",
@@ -29,23 +31,32 @@ DB_ENV = "STEPWISE_DB"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 
+ServedProvider = Literal["openai", "anthropic", "demo"]
+"""The providers the server answers with: those of `agent_core.llms.catalog` that need no
+person typing (a test holds the two equal); a Literal, so the OpenAPI schema lists them."""
+
 
 def _default_model() -> ModelDefault:
     """`STEPWISE_MODEL` ("openai:gpt-4o-mini", "anthropic", "demo"), else the demo."""
-    provider, _, name = os.environ.get(MODEL_ENV, "demo").partition(":")
-    if provider not in ("openai", "anthropic", "demo"):
+    served = [name for name, entry in PROVIDERS.items() if not entry.needs_person]
+    text = os.environ.get(MODEL_ENV, "demo")
+    try:
+        provider, name = split_model(text)
+    except UserError:  # Said below, with the providers a server can run.
+        provider, name = text, None
+    if provider not in served:
         raise UserError(
-            f"{MODEL_ENV}={provider!r} names no provider: use openai, anthropic or demo, "
+            f"{MODEL_ENV}={text!r} names no provider the server runs: use {', '.join(served)}, "
             "optionally with :model-name"
         )
-    return ModelDefault(provider=provider, name=name or None)  # type: ignore[arg-type]
+    return ModelDefault(provider=provider, name=name)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
 class ModelDefault:
     """The model an Execute Agent request gets when it names none."""
 
-    provider: Literal["openai", "anthropic", "demo"]
+    provider: ServedProvider
     name: str | None = None
 
 
