@@ -33,6 +33,7 @@ from typing import Any
 
 from agent_core.errors import UserError
 from agent_core.llms.base import LLM
+from agent_core.llms.catalog import infer_model, split_model
 from agent_core.spec import AgentSpec
 from agent_core.store import InMemoryStore, SQLiteStore
 from agent_core.user_code.registry import UserCodeRegistry
@@ -141,10 +142,10 @@ class ServicesConfig:
             assert entry.tools is not None
             return ToolService(queue, registry.tools_for(entry.name, module=entry.tools), **common)
         assert entry.agent is not None
-        provider, _, model = entry.model.partition(":")
+        provider, model = _split_model(entry.model, where=f"service {entry.name!r}")
         spec = AgentSpec(
             name=entry.name, agent=entry.name, agent_target=entry.agent,
-            provider=provider, model=model,  # type: ignore[arg-type]
+            provider=provider, model=model or "",  # type: ignore[arg-type]
         )  # fmt: skip
         store = SQLiteStore(self._path(entry.store)) if entry.store else InMemoryStore()
         runner = spec.build_runner(store=store, registry=registry)
@@ -162,8 +163,15 @@ class ServicesConfig:
 def _model(setting: str) -> LLM:
     if setting == "demo":
         return demo_router_llm()
-    provider, _, model = setting.partition(":")
-    return AgentSpec(provider=provider, model=model).build_llm()  # type: ignore[arg-type]
+    _split_model(setting, where="[orchestrator]")
+    return infer_model(setting)
+
+
+def _split_model(setting: str, *, where: str) -> tuple[str, str | None]:
+    try:
+        return split_model(setting)
+    except UserError as exc:
+        raise UserError(f"{where}: model = {setting!r}: {exc}") from None
 
 
 def _require(table: dict[str, Any], key: str, where: str) -> Any:
