@@ -18,7 +18,7 @@ from pydantic import TypeAdapter
 from agent_core.errors import AgentCoreError
 from agent_core.llms.openai import OPENAI_COMPATIBLE_PRESETS
 from agent_core.spec import AgentSpec
-from agent_core.store import Store
+from agent_core.store import SettingsStore
 
 _TASK = "stepwise.task_id"
 _SPEC = "stepwise.spec"
@@ -151,7 +151,7 @@ def _count_page_run() -> None:
 # --- the saved settings ---------------------------------------------------------------------
 
 
-def _store() -> Store:
+def _store() -> SettingsStore:
     from components.runtime import shared_store  # runtime imports this module
 
     return shared_store()

@@ -1,7 +1,18 @@
-"""Where tasks live: `SQLiteStore` (durable, the app's default) and `InMemoryStore`."""
+"""Where tasks live: `SQLiteStore` (durable, the app's default) and `InMemoryStore`.
 
-from agent_core.store.base import MemoryWrite, Store, TaskChange, TaskSummary
+Both keep an app's settings too (`SettingsStore`), apart from the task `Store` protocol.
+"""
+
+from agent_core.store.base import MemoryWrite, SettingsStore, Store, TaskChange, TaskSummary
 from agent_core.store.memory import InMemoryStore
 from agent_core.store.sqlite import SQLiteStore
 
-__all__ = ["InMemoryStore", "MemoryWrite", "SQLiteStore", "Store", "TaskChange", "TaskSummary"]
+__all__ = [
+    "InMemoryStore",
+    "MemoryWrite",
+    "SQLiteStore",
+    "SettingsStore",
+    "Store",
+    "TaskChange",
+    "TaskSummary",
+]

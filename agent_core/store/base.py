@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.types import StepSnapshot, Task, TaskState, TaskStatus, TaskStep, TaskStepOutput
 
-__all__ = ["MemoryWrite", "Store", "TaskChange", "TaskSummary"]
+__all__ = ["MemoryWrite", "SettingsStore", "Store", "TaskChange", "TaskSummary"]
 
 
 @dataclass(slots=True)
@@ -112,8 +112,21 @@ class Store(Protocol):
         """Apply `write` to the shared conversation."""
         ...
 
+    def close(self) -> None:
+        """Release the store's resources."""
+        ...
+
+
+@runtime_checkable
+class SettingsStore(Protocol):
+    """Where an app keeps its settings: named JSON values, apart from any task.
+
+    A runner never reads settings; the app (its chosen model, a server's address, prices)
+    does. `SQLiteStore` keeps them in the same file as the tasks, in a table of their own.
+    """
+
     def get_setting(self, name: str) -> Any | None:
-        """The JSON value saved under `name` (an app's settings), or None when there is none."""
+        """The JSON value saved under `name`, or None when there is none."""
         ...
 
     def put_setting(self, name: str, value: Any) -> None:
@@ -122,8 +135,4 @@ class Store(Protocol):
         Settings are for choices that are not secret (a model, a server's address, prices):
         the store writes them in the clear, like everything else it keeps.
         """
-        ...
-
-    def close(self) -> None:
-        """Release the store's resources."""
         ...

@@ -12,32 +12,53 @@ import pytest
 
 from agent_core import AgentRunner
 from agent_core.llms import ScriptedLLM
-from agent_core.store import InMemoryStore, SQLiteStore, Store
+from agent_core.store import InMemoryStore, SettingsStore, SQLiteStore, Store
 from agent_core.workers import ReActAgentWorker
 
 SPEC = {"provider": "openai", "model": "qwen2.5", "base_url": "http://gpu-box:8000/v1"}
 
 
 @pytest.fixture(params=["sqlite", "memory"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    opened: Store = SQLiteStore(tmp_path / "x.db") if request.param == "sqlite" else InMemoryStore()
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SettingsStore]:
+    opened = SQLiteStore(tmp_path / "x.db") if request.param == "sqlite" else InMemoryStore()
     yield opened
     opened.close()
 
 
-def test_both_stores_keep_the_settings_protocol(store: Store) -> None:
-    assert isinstance(store, Store)
+def test_both_stores_keep_tasks_and_settings(store: SettingsStore) -> None:
+    assert isinstance(store, SettingsStore) and isinstance(store, Store)
+
+
+class _TasksOnly:
+    """A user's own task store: it need not keep an app's settings."""
+
+    def commit(self, change): ...
+    def load_task(self, task_id): ...
+    def task_version(self, task_id): ...
+    def load_messages_sent(self, task_id, step_id): ...
+    def list_tasks(self): ...
+    def delete_task(self, task_id): ...
+    def load_conversation(self, conversation_id):
+        return []
+
+    def write_conversation(self, conversation_id, write): ...
+    def close(self): ...
+
+
+def test_a_task_store_need_not_keep_settings() -> None:
+    assert isinstance(_TasksOnly(), Store) and not isinstance(_TasksOnly(), SettingsStore)
+    AgentRunner(ReActAgentWorker([], ScriptedLLM([])), store=_TasksOnly())
 
 
 @pytest.mark.parametrize(
     "value", [SPEC, {"gpt-4o-mini": [0.2, 0.6]}, ["a", 1, 2.5, True, None], "text", 0, False]
 )
-def test_a_setting_round_trips_as_json(store: Store, value: Any) -> None:
+def test_a_setting_round_trips_as_json(store: SettingsStore, value: Any) -> None:
     store.put_setting("name", value)
     assert store.get_setting("name") == value
 
 
-def test_a_missing_setting_is_none_and_none_removes_one(store: Store) -> None:
+def test_a_missing_setting_is_none_and_none_removes_one(store: SettingsStore) -> None:
     assert store.get_setting("nothing here") is None
     store.put_setting("spec", SPEC)
     store.put_setting("spec", None)
@@ -45,7 +66,7 @@ def test_a_missing_setting_is_none_and_none_removes_one(store: Store) -> None:
     store.put_setting("spec", None)  # Removing what is not there is fine.
 
 
-def test_a_setting_is_replaced_and_others_are_left_alone(store: Store) -> None:
+def test_a_setting_is_replaced_and_others_are_left_alone(store: SettingsStore) -> None:
     store.put_setting("spec", SPEC)
     store.put_setting("prices", {"m": [1.0, 2.0]})
     store.put_setting("spec", {"provider": "demo"})
@@ -53,7 +74,7 @@ def test_a_setting_is_replaced_and_others_are_left_alone(store: Store) -> None:
     assert store.get_setting("prices") == {"m": [1.0, 2.0]}
 
 
-def test_a_read_setting_is_a_copy(store: Store) -> None:
+def test_a_read_setting_is_a_copy(store: SettingsStore) -> None:
     store.put_setting("spec", SPEC)
     got = store.get_setting("spec")
     assert isinstance(got, dict)
@@ -63,7 +84,7 @@ def test_a_read_setting_is_a_copy(store: Store) -> None:
 
 @pytest.mark.parametrize("value", [{"price": math.nan}, {"price": math.inf}, {1, 2}, object()])
 def test_a_value_that_is_not_plain_json_is_refused_and_nothing_is_saved(
-    store: Store, value: Any
+    store: SettingsStore, value: Any
 ) -> None:
     store.put_setting("spec", SPEC)
     with pytest.raises(TypeError, match="must be plain JSON data"):
