@@ -1,16 +1,21 @@
 """Every error the runtime raises, in one shallow tree under `AgentCoreError`.
 
 An error carries structure rather than prose, so each face of the runtime can speak its own
-language: `message` says what happened, `hint` what to do in the Python API's words, and
-`remedy` names the fix in a word a user interface maps to its own button or page. `str(exc)`
-is the message and the hint, for Python users.
+language: `code` says which error it is in a stable word (`ERROR_CODES` lists them) and
+`params` holds its facts as JSON (a limit, a provider, a count); `message` says what happened,
+`hint` what to do in the Python API's words, and `remedy` names the fix in a word a user
+interface maps to its own button or page. `str(exc)` is the message and the hint, for Python
+users. The HTTP faces answer with the code; the app words each code its own way. Never match
+a message's text: its wording may change, the code does not.
 """
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict, Unpack
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, TypedDict, Unpack
 
 __all__ = [
+    "ERROR_CODES",
     "AgentCoreError",
     "ConflictError",
     "ErrorFields",
@@ -48,6 +53,50 @@ Remedy = Literal[
 ]
 
 
+ERROR_CODES: Mapping[str, str] = {
+    # A class's own code (its `default_code`); the HTTP faces have answered with these since
+    # before errors carried a code, so they never change.
+    "error": "something in the runtime failed (the base class)",
+    "bad_request": "the runtime was asked for something it cannot do as asked",
+    "task_not_found": "no task with this id (`task_id`) exists",
+    "step_not_found": "the task has no step with this id (`step_id`)",
+    "task_not_active": "the task is finished, abandoned or an imported copy (`status`), so it "
+    "cannot `action`",
+    "nothing_to_run": "the task has no upcoming step, and no last step to finalize",
+    "step_not_ready": "the step waits for steps that have not completed (`waiting_on`)",
+    "input_too_large": "an input (`what`) is `size` characters, over the `limit`",
+    "conflict": "another runner (a tab, a process) holds or changed the task",
+    "step_failed": "a step failed; `cause_code` and `cause_params` say why (the code and "
+    "params of what failed it)",
+    "tool_error": "a tool call failed (`tool`)",
+    "model_error": "a model call failed (`status`, `request_id`, `retry_after`, `timed_out` "
+    "when known)",
+    "model_not_configured": "a provider needs an API key and has none (`provider`, `key_env`)",
+    "store_error": "the store could not read or write",
+    "user_code_error": "the user's own agent or tools failed to load (`target`)",
+    "invalid_conversation": "the messages or tools cannot make a conversation",
+    "context_too_long": "the conversation is longer than the model's context",
+    # Finer codes, given where a class covers cases a person fixes differently.
+    "task_finished": "the task has no upcoming step: it finished at step `finished_at`",
+    "task_not_finished": "the task cannot be finalized: `upcoming` steps are still to run",
+    "no_completed_step": "the task has no completed step yet, so it has no output",
+    "nothing_to_undo": "`requested` steps cannot be undone: the task has `completed`",
+    "feedback_after_finish": "the task finished at step `finished_at`: no step would read feedback",
+    "step_not_runnable": "the step (`step_id`) is `status`: only upcoming or failed steps run",
+    "step_running": "the step (or every ready step) is already running",
+    "task_changed": "another runner changed the task since it was read (`version`, `expected`)",
+    "step_stopped": "a person stopped the step while it ran",
+    "max_iterations": "the agent took its `limit` of reasoning steps without an answer",
+    "script_exhausted": "a scripted model used all its `replies` replies",
+    "human_reply_needed": "the model is a person, and no reply was typed for this step",
+}
+"""Every code an `AgentCoreError` carries, with what it means (its `params` in backticks).
+
+A code is public API: the HTTP faces answer with it and the app words each one. Add codes;
+never change what one means.
+"""
+
+
 class ErrorFields(TypedDict, total=False):
     """The structured fields every runtime error takes (see `AgentCoreError`)."""
 
@@ -55,12 +104,19 @@ class ErrorFields(TypedDict, total=False):
     remedy: Remedy | None
     task_id: str
     step_id: str
+    code: str
+    params: dict[str, Any]
 
 
 class AgentCoreError(Exception):
     """Base of every error the runtime raises.
 
     Attributes:
+        default_code: The code of errors of this class raised without one (a class's code).
+        code: Which error this is, in a stable word from `ERROR_CODES`: a face words its
+            messages from the code, never from the text.
+        params: The code's facts as JSON (a limit, a provider, a count; see `ERROR_CODES`),
+            beside `task_id` and `step_id`, which have fields of their own.
         message: What happened, without advice.
         hint: What to do next, in the Python API's words ("" when there is nothing to add).
         remedy: The fix in one word (see `Remedy`), for interfaces that name their own
@@ -68,6 +124,8 @@ class AgentCoreError(Exception):
         task_id: The task concerned ("" when none).
         step_id: The step concerned ("" when none).
     """
+
+    default_code: ClassVar[str] = "error"
 
     def __init__(
         self,
@@ -77,6 +135,8 @@ class AgentCoreError(Exception):
         remedy: Remedy | None = None,
         task_id: str = "",
         step_id: str = "",
+        code: str = "",
+        params: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -84,37 +144,56 @@ class AgentCoreError(Exception):
         self.remedy: Remedy | None = remedy
         self.task_id = task_id
         self.step_id = step_id
+        self.code = code or type(self).default_code
+        self.params: dict[str, Any] = dict(params or {})
 
     def __str__(self) -> str:  # Also keeps KeyError subclasses from quoting the message.
         return f"{self.message}; {self.hint}" if self.hint else self.message
+
+    def _param(self, name: str, value: Any) -> None:
+        """Record a fact a subclass takes as a keyword among `params` (unless given there)."""
+        if value is not None and value != "":
+            self.params.setdefault(name, value)
 
 
 class UserError(AgentCoreError):
     """The runtime was asked for something it cannot do as asked; the message says what to do."""
 
+    default_code = "bad_request"
+
 
 class TaskNotFoundError(UserError, KeyError):
     """No task with this id exists in the runner or its store."""
+
+    default_code = "task_not_found"
 
 
 class StepNotFoundError(UserError, KeyError):
     """No step with this id exists in the task."""
 
+    default_code = "step_not_found"
+
 
 class TaskNotActiveError(UserError):
     """The task is completed, abandoned, failed or imported read only, so it cannot run."""
 
+    default_code = "task_not_active"
+
 
 class NothingToRunError(UserError):
     """The task has no upcoming step (or nothing to undo, or no last step to finalize)."""
+
+    default_code = "nothing_to_run"
 
 
 class NotReadyError(UserError):
     """The chosen step waits on steps that have not completed yet.
 
     Attributes:
-        waiting_on: The ids of the steps it waits for.
+        waiting_on: The ids of the steps it waits for (also `params["waiting_on"]`).
     """
+
+    default_code = "step_not_ready"
 
     def __init__(
         self, message: str = "", *, waiting_on: list[str] | None = None, **kw: Unpack[ErrorFields]
@@ -122,14 +201,19 @@ class NotReadyError(UserError):
         kw.setdefault("remedy", "run_first")
         super().__init__(message, **kw)
         self.waiting_on = list(waiting_on or [])
+        self._param("waiting_on", self.waiting_on or None)
 
 
 class InputTooLargeError(UserError):
     """A task input, step input or feedback text is over the runner's size limit."""
 
+    default_code = "input_too_large"
+
 
 class ConflictError(UserError):
     """Another runner (another tab or process) changed or is running the same task."""
+
+    default_code = "conflict"
 
 
 class StepError(AgentCoreError):
@@ -137,8 +221,12 @@ class StepError(AgentCoreError):
 
     Attributes:
         cause: What went wrong inside the step (the model's, tool's or worker's error text),
-            without the "step ... failed" framing.
+            without the "step ... failed" framing. The code of what went wrong, and its
+            params, are `params["cause_code"]` and `params["cause_params"]` once the runner
+            has recorded the failure.
     """
+
+    default_code = "step_failed"
 
     def __init__(self, message: str = "", *, cause: str = "", **kw: Unpack[ErrorFields]) -> None:
         super().__init__(message, **kw)
@@ -152,6 +240,8 @@ class StepConflictError(StepError, ConflictError):
     `ConflictError` (the clash between runners that the caller may want to tell apart).
     """
 
+    default_code = "conflict"
+
 
 class WorkerStateError(StepError):
     """A worker left state in the task that cannot be stored as JSON."""
@@ -160,11 +250,14 @@ class WorkerStateError(StepError):
 class ToolError(AgentCoreError):
     """A tool call failed: bad arguments, or the tool itself raised."""
 
+    default_code = "tool_error"
+
     def __init__(
         self, message: str = "", *, tool_name: str = "", **kw: Unpack[ErrorFields]
     ) -> None:
         super().__init__(message, **kw)
         self.tool_name = tool_name
+        self._param("tool", tool_name)
 
 
 class LLMError(AgentCoreError):
@@ -173,8 +266,11 @@ class LLMError(AgentCoreError):
     `timed_out` marks a call that got no answer in time (no status); such calls are retried.
     `retryable` overrides the rule by status (a 429 for an exhausted quota is not worth
     repeating). `request_id` is the provider's id of the failed request, for its support.
-    The subclasses say which kind of failure it was; catch `LLMError` for all of them.
+    The subclasses say which kind of failure it was; catch `LLMError` for all of them. Each
+    of these facts that is known is also in `params`, under the same name.
     """
+
+    default_code = "model_error"
 
     def __init__(
         self,
@@ -193,6 +289,9 @@ class LLMError(AgentCoreError):
         self.timed_out = timed_out
         self.retryable = retryable
         self.request_id = request_id
+        for name in ("status", "retry_after", "request_id"):
+            self._param(name, getattr(self, name))
+        self._param("timed_out", timed_out or None)
 
 
 class LLMTimeoutError(LLMError):
@@ -216,7 +315,13 @@ class LLMStatusError(LLMError):
 
 
 class MissingKeyError(LLMError, UserError):
-    """A provider needs an API key and none was given or found in the environment."""
+    """A provider needs an API key and none was given or found in the environment.
+
+    Its `params` name the `provider` (as in `agent_core.llms.catalog`) and the `key_env`
+    variable that holds the key.
+    """
+
+    default_code = "model_not_configured"
 
     def __init__(self, message: str = "", **kw: Unpack[ErrorFields]) -> None:
         kw.setdefault("remedy", "configure_model")
@@ -225,6 +330,8 @@ class MissingKeyError(LLMError, UserError):
 
 class StoreError(AgentCoreError):
     """The store could not read or write; what was committed before is intact."""
+
+    default_code = "store_error"
 
 
 class UserCodeError(AgentCoreError):

@@ -65,9 +65,13 @@ _TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
 class ConversationError(UserError):
     """The messages or tools cannot make a conversation a model can read."""
 
+    default_code = "invalid_conversation"
+
 
 class ContextTooLongError(LLMError):
     """The conversation is longer than the model's context: condense the history."""
+
+    default_code = "context_too_long"
 
 
 class UserMessage(BaseModel):

@@ -149,6 +149,12 @@ class TaskStep(BaseModel):
     number: int | None = None
     """Position among the task's completed steps (1-based), set when the step completes."""
     error: str | None = None
+    """Why the step failed, as the runtime said it (None unless it failed)."""
+    error_code: str | None = None
+    """The stable code of what failed the step (`agent_core.errors.ERROR_CODES`); None when
+    it did not fail, or failed before errors carried codes."""
+    error_params: dict[str, Any] = Field(default_factory=dict)
+    """The facts of `error_code` (JSON), for a face to word the error its own way."""
     undo_warnings: list[str] = Field(default_factory=list)
     """What undoing this step could not revert (side effects of its tools)."""
     attempts: int = 0

@@ -200,6 +200,7 @@ def _make_client(
         raise MissingKeyError(
             "AnthropicLLM has no API key",
             hint="set the ANTHROPIC_API_KEY environment variable or pass api_key=...",
+            params={"provider": "anthropic", "key_env": "ANTHROPIC_API_KEY"},
         )
     return anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
 

@@ -221,6 +221,7 @@ def _make_client(api_key: str | None, base_url: str | None, timeout: float) -> o
                 hint="set the OPENAI_API_KEY environment variable or pass api_key=...; for a "
                 "local OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio) pass "
                 'base_url=... instead, e.g. base_url="ollama"',
+                params={"provider": "openai", "key_env": "OPENAI_API_KEY"},
             )
         key = _PLACEHOLDER_KEY
     return openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)

@@ -126,7 +126,9 @@ class ScriptedLLM(_NoNetworkLLM):
             raise LLMError(
                 f"ScriptedLLM {self.model!r} has no reply left: all {len(self._replies)} "
                 "scripted replies were used. Add replies (add_replies) or check why the agent "
-                "asked the model again."
+                "asked the model again.",
+                code="script_exhausted",
+                params={"replies": len(self._replies)},
             )
         reply = self._replies[self._next]
         self._next += 1
@@ -177,6 +179,7 @@ class HumanLLM(_NoNetworkLLM):
     async def _reply(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ChatResponse:
         if not self._queued:
             raise LLMError(
-                "the model here is you: type the model's reply for this step, then run it"
+                "the model here is you: type the model's reply for this step, then run it",
+                code="human_reply_needed",
             )
         return _as_response(self._queued.pop(0), messages, self.model, tools)

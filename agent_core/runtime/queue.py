@@ -56,6 +56,7 @@ def check_active(state: TaskState, action: str) -> None:
             hint="its steps stay for inspection; create_task() starts a new task",
             remedy="new_task",
             task_id=state.task_id,
+            params={"status": "imported" if task.imported else task.status.value, "action": action},
         )
 
 
@@ -91,6 +92,7 @@ def check_runnable(state: TaskState, step: TaskStep) -> None:
             remedy="wait",
             task_id=state.task_id,
             step_id=step.step_id,
+            code="step_running",
         )
     waiting = [
         dep
@@ -119,6 +121,8 @@ def pick_step(state: TaskState, step_id: str | None) -> TaskStep:
                 remedy="undo",
                 task_id=state.task_id,
                 step_id=step_id,
+                code="step_not_runnable",
+                params={"status": step.status.value, "action": "run"},
             )
         check_runnable(state, step)
         return step
@@ -140,6 +144,8 @@ def nothing_to_run(state: TaskState) -> UserError:
                 hint="call finalize_response(), or undo_step() to go back",
                 remedy="finalize",
                 task_id=state.task_id,
+                code="task_finished",
+                params={"finished_at": last.task_step.number},
             )
         return NothingToRunError(
             f"task {task} has no upcoming step",
@@ -153,6 +159,7 @@ def nothing_to_run(state: TaskState) -> UserError:
             hint="wait for it to finish",
             remedy="wait",
             task_id=state.task_id,
+            code="step_running",
         )
     return NotReadyError(
         f"no upcoming step of task {task} is ready: each waits on steps not completed yet",

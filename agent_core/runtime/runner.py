@@ -201,6 +201,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
                 hint="shorten it, or put large material in a file a tool can read (the limit "
                 "is AgentRunner(max_input_chars=...))",
                 remedy="shorten",
+                params={"what": what, "size": size, "limit": self.max_input_chars},
             )
 
     @staticmethod
@@ -365,6 +366,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
                 f"task {short_id(task_id)} has no completed step yet",
                 hint="run_step() runs one",
                 task_id=task_id,
+                code="no_completed_step",
             )
         return state.last_output
 
@@ -468,6 +470,8 @@ class AgentRunner(LlamaIndexRunnerAPI):
                     remedy="wait" if running else None,
                     task_id=task_id,
                     step_id=step_id,
+                    code="step_running" if running else "step_not_runnable",
+                    params={"status": status, "action": verb},
                 )
             self._commit(state, change(state, step))
         return step
@@ -777,6 +781,8 @@ class AgentRunner(LlamaIndexRunnerAPI):
                     hint="undo_step() first and give it before the last step runs again",
                     remedy="undo",
                     task_id=task_id,
+                    code="feedback_after_finish",
+                    params={"finished_at": last.task_step.number},
                 )
             step = TaskStep(
                 task_id=task_id,
@@ -830,6 +836,8 @@ class AgentRunner(LlamaIndexRunnerAPI):
                     f"task {short_id(task_id)} has {done} completed "
                     f"step{'' if done == 1 else 's'}; cannot undo {steps}",
                     task_id=task_id,
+                    code="nothing_to_undo",
+                    params={"completed": done, "requested": steps},
                 )
             if not all(is_claimable(state.steps[s]) for s in state.queue):  # Live runs only.
                 raise ConflictError(
@@ -837,6 +845,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
                     hint="undo after it finishes",
                     remedy="wait",
                     task_id=task_id,
+                    code="step_running",
                 )
             change = TaskChange(state=state, base_version=state.version)
             undone = state.steps[state.completed[-1]]
@@ -869,6 +878,8 @@ class AgentRunner(LlamaIndexRunnerAPI):
                     hint="run it further (run_step or run_until) before finalize_response()",
                     remedy="run_first",
                     task_id=task_id,
+                    code="task_not_finished",
+                    params={"upcoming": len(state.queue)},
                 )
             if state.task.status is not TaskStatus.COMPLETED:
                 check_active(state, "be finalized")

@@ -14,7 +14,7 @@ import asyncio
 import copy
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agent_core.effects import revert_effects, step_context
 from agent_core.errors import (
@@ -80,7 +80,7 @@ def claim(
         step.attempts += 1
         step.claimed_by = runner._owner
         step.started_at = utcnow()
-        step.error = None
+        step.error, step.error_code, step.error_params = None, None, {}
         IN_FLIGHT.start(runner._owner, step.step_id)
     return step
 
@@ -133,7 +133,7 @@ class _Transaction:
                 current = asyncio.current_task()
                 if current is not None:
                     current.uncancel()
-                raise self._fail(StepError(STOPPED_BY_YOU)) from None
+                raise self._fail(StepError(STOPPED_BY_YOU, code="step_stopped")) from None
             except BaseException:
                 revert_effects(context.effects)
                 self._release()
@@ -209,6 +209,7 @@ class _Transaction:
         # Model text can hold lone surrogates, which no store can encode.
         message = message.encode("utf-8", "replace").decode("utf-8")
         cause = exc.cause if isinstance(exc, StepError) else message
+        cause_code, cause_params = _cause_of(exc)
         text = f"step {step.step_id} of task {short_id(state.task_id)} failed: {message}"
         # A worker's own StepError (a PlanError with its raw text...) keeps its type and fields.
         if isinstance(exc, StepError):
@@ -222,15 +223,19 @@ class _Transaction:
         error.hint = _STEP_FAILED_HINT
         error.remedy = error.remedy or _remedy_of(exc)
         error.task_id, error.step_id = state.task_id, step.step_id
+        # The failure keeps its class's code (what the HTTP faces answer); why it failed is
+        # the cause's code, which the step records too.
+        error.code = type(error).default_code if isinstance(error, ConflictError) else "step_failed"
+        error.params = {"cause_code": cause_code, "cause_params": cause_params}
         for _ in range(_FAIL_COMMIT_TRIES):
             try:
-                self._record_failure(message)
+                self._record_failure(message, cause_code, cause_params)
             except ConflictError:
                 continue  # Another tab committed meanwhile: reload and record it again.
             break
         return error
 
-    def _record_failure(self, message: str) -> None:
+    def _record_failure(self, message: str, code: str, params: dict[str, Any]) -> None:
         runner, task_id, ran = self.runner, self.state.task_id, self.step
         with runner._lock(task_id):
             state = runner._task_state(task_id)  # Reloads if a refused commit dropped it.
@@ -247,7 +252,7 @@ class _Transaction:
                 )
                 step.attempts, step.started_at = ran.attempts, ran.started_at
             step.status = StepStatus.FAILED
-            step.error = message
+            step.error, step.error_code, step.error_params = message, code, params
             step.claimed_by = None
             step.finished_at = utcnow()
             if state.task.status is TaskStatus.ACTIVE:
@@ -263,6 +268,19 @@ class _Transaction:
             step.status = StepStatus.UPCOMING
             step.claimed_by = None
             runner._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
+
+
+def _cause_of(exc: BaseException) -> tuple[str, dict[str, Any]]:
+    """The code and params of what failed a step: `exc`'s, or those of the failure it wraps.
+
+    An exception that is not the runtime's (a bug in a worker) is "error", with its type.
+    """
+    if not isinstance(exc, AgentCoreError):
+        return "error", {"exception": type(exc).__name__}
+    if isinstance(exc, StepError) and "cause_code" in exc.params:  # A sub-task's failure.
+        params = exc.params.get("cause_params")
+        return str(exc.params["cause_code"]), dict(cast(dict[str, Any], params or {}))
+    return exc.code, dict(exc.params)
 
 
 def _remedy_of(exc: BaseException) -> Remedy:

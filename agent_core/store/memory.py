@@ -65,7 +65,10 @@ class InMemoryStore:
             if current != change.base_version:
                 raise ConflictError(
                     f"task {state.task_id} was changed by another runner (version {current}, "
-                    f"expected {change.base_version}); reload it and try again"
+                    f"expected {change.base_version}); reload it and try again",
+                    task_id=state.task_id,
+                    code="task_changed",
+                    params={"version": current, "expected": change.base_version},
                 )
             if records is None:
                 records = _TaskRecords(state.task.input, "", "", 0, summary_of(state))

@@ -202,9 +202,13 @@ class SQLiteStore:
     @staticmethod
     def _conflict(db: sqlite3.Connection, task_id: str, expected: int | None) -> ConflictError:
         row = db.execute("SELECT version FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+        version = row[0] if row else None
         return ConflictError(
             f"task {task_id} was changed by another runner (version "
-            f"{row[0] if row else None}, expected {expected}); reload it and try again"
+            f"{version}, expected {expected}); reload it and try again",
+            task_id=task_id,
+            code="task_changed",
+            params={"version": version, "expected": expected},
         )
 
     @staticmethod

@@ -29,7 +29,11 @@ def iterations_used(task: Task) -> int:
 
 def failure_answer(worker: ReActAgentWorker, step: TaskStep, task: Task) -> TaskStepOutput:
     """The last step of a task that reached `max_iterations`: the handler's answer."""
-    error = StepError(f"the agent reached max_iterations={worker.max_iterations}")
+    error = StepError(
+        f"the agent reached max_iterations={worker.max_iterations}",
+        code="max_iterations",
+        params={"limit": worker.max_iterations},
+    )
     assert worker.handle_reasoning_failure_fn is not None
     result = worker.handle_reasoning_failure_fn(None, error)
     answer = str(getattr(result, "content", result))

@@ -95,7 +95,9 @@ class ToolCallingWorker(BaseAgentWorker):
             raise StepError(
                 f"the agent reached max_iterations={self.max_iterations} without an answer; "
                 "undo and steer it with a new input, or build the worker with a higher "
-                "max_iterations"
+                "max_iterations",
+                code="max_iterations",
+                params={"limit": self.max_iterations},
             )
         self._put_input(step, task)
         task.extra_state["iterations"] = iterations + 1

@@ -26,6 +26,7 @@ from agent_core.dag import describe_step
 from agent_core.errors import UserError
 from agent_core.task_files import TaskFile, list_files, workspace_folder
 from agent_core.types import StepStatus, TaskState, TaskStep
+from stepwise.http.errors import ApiError
 from stepwise.server._ap_models import (
     Artifact,
     ArtifactList,
@@ -37,7 +38,6 @@ from stepwise.server._ap_models import (
     TaskList,
     TaskRequestBody,
 )
-from stepwise.server.errors import ApiError
 from stepwise.server.runtime import Runtime
 
 __all__ = ["router", "step_of", "task_of"]

@@ -26,7 +26,7 @@ from agent_core.execute import (
 )
 from agent_core.llms.base import Usage
 from agent_core.llms.catalog import PROVIDERS
-from stepwise.server.errors import error_body, runtime_error
+from stepwise.http.errors import error_body, runtime_error
 from stepwise.server.runtime import ModelUsed, Runtime
 from stepwise.server.settings import ServedProvider
 

@@ -20,10 +20,10 @@ from agent_core.llms.base import Usage
 from agent_core.runtime.breakpoints import AtStep, Breakpoint, CostOver, OnTool, TokensOver
 from agent_core.runtime.parallel import ParallelAgentRunner
 from agent_core.types import StepKind
+from stepwise.http.errors import ApiError
 from stepwise.server._ap_models import Step
 from stepwise.server._events import task_events
 from stepwise.server.agent_protocol import step_of
-from stepwise.server.errors import ApiError
 from stepwise.server.runtime import Runtime
 
 __all__ = ["router"]

@@ -1,7 +1,7 @@
 """Errors of the services layer: each says what happened and what to do about it.
 
 They sit under `agent_core.errors.AgentCoreError`, so one `except AgentCoreError` catches
-everything Stepwise raises; the control plane's HTTP API answers each with a stable code.
+everything Stepwise raises; the control plane's HTTP API answers each with its `code`.
 """
 
 from __future__ import annotations
@@ -24,33 +24,49 @@ __all__ = [
 class ServicesError(AgentCoreError):
     """Base of the errors `stepwise.services` raises."""
 
+    default_code = "bad_request"
+
 
 class UnknownTaskError(ServicesError, KeyError):
     """The control plane tracks no task with this id."""
+
+    default_code = "task_not_found"
 
 
 class UnknownServiceError(ServicesError, KeyError):
     """No service with this name is registered (or it takes no tasks)."""
 
+    default_code = "service_not_found"
+
 
 class UnknownHopError(ServicesError, KeyError):
     """The task has no hop with this id."""
+
+    default_code = "hop_not_found"
 
 
 class UnknownHumanRequestError(ServicesError, KeyError):
     """The human inbox has no request with this id."""
 
+    default_code = "human_request_not_found"
+
 
 class HopNotPendingError(ServicesError):
     """The hop is not waiting for a person: it was already approved, edited or rejected."""
+
+    default_code = "hop_not_pending"
 
 
 class HumanRequestNotWaitingError(ServicesError):
     """The human request was already answered."""
 
+    default_code = "human_request_answered"
+
 
 class TaskFailedError(ServicesError):
     """A task ended without a result: a service failed for good, or a person rejected a hop."""
+
+    default_code = "task_failed"
 
 
 class ControlPlaneError(ServicesError):
@@ -62,6 +78,5 @@ class ControlPlaneError(ServicesError):
     """
 
     def __init__(self, message: str, *, status: int, code: str, hint: str = "") -> None:
-        super().__init__(message, hint=hint)
+        super().__init__(message, hint=hint, code=code)
         self.status = status
-        self.code = code

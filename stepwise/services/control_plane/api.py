@@ -14,7 +14,7 @@ from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from stepwise.server.errors import error_body, install_error_handlers
+from stepwise.http.errors import error_body, install_error_handlers
 from stepwise.server.security import GateMiddleware
 from stepwise.services._home import on_home_loop
 from stepwise.services.errors import (
@@ -104,15 +104,16 @@ class AnswerBody(BaseModel):
     answer: str
 
 
-_STATUS_OF: list[tuple[type[ServicesError], int, str]] = [
-    (UnknownTaskError, 404, "task_not_found"),
-    (UnknownServiceError, 404, "service_not_found"),
-    (UnknownHopError, 404, "hop_not_found"),
-    (UnknownHumanRequestError, 404, "human_request_not_found"),
-    (HopNotPendingError, 409, "hop_not_pending"),
-    (HumanRequestNotWaitingError, 409, "human_request_answered"),
-    (TaskFailedError, 409, "task_failed"),
+_STATUS_OF: list[tuple[type[ServicesError], int]] = [
+    (UnknownTaskError, 404),
+    (UnknownServiceError, 404),
+    (UnknownHopError, 404),
+    (UnknownHumanRequestError, 404),
+    (HopNotPendingError, 409),
+    (HumanRequestNotWaitingError, 409),
+    (TaskFailedError, 409),
 ]
+"""A services error's HTTP status, by type; its `code` is its own (400 for the rest)."""
 
 
 def create_control_plane_app(control_plane: ControlPlaneServer) -> FastAPI:
@@ -129,9 +130,10 @@ def create_control_plane_app(control_plane: ControlPlaneServer) -> FastAPI:
 
     @app.exception_handler(ServicesError)
     async def _services_error(request: Request, exc: ServicesError) -> JSONResponse:
-        status, code = next(((s, c) for t, s, c in _STATUS_OF if isinstance(exc, t)), (400, "bad"))
+        status = next((s for t, s in _STATUS_OF if isinstance(exc, t)), 400)
         extra = {"task_id": exc.task_id} if exc.task_id else {}
-        return JSONResponse(error_body(code, exc.message, exc.hint, **extra), status_code=status)
+        body = error_body(exc.code, exc.message, exc.hint, **extra)
+        return JSONResponse(body, status_code=status)
 
     @app.get("/health", tags=["server"], summary="Whether the control plane is up (no token)")
     def health() -> dict[str, str]:
