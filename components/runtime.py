@@ -9,30 +9,31 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from agent_core import ParallelAgentRunner, user_code
 from agent_core.llms.base import LLM
+from agent_core.llms.catalog import PROVIDERS
 from agent_core.llms.pricing import ModelPrice, PriceTable
 from agent_core.spec import AgentSpec
-from agent_core.store import SQLiteStore
 from components import state
+from components.database import DB_ENV, DEFAULT_DB, shared_store
 
-DB_ENV = "STEPWISE_DB"
-DEFAULT_DB = "stepwise.db"
+__all__ = [  # The database's names stay importable from here, where they used to live.
+    "DB_ENV",
+    "DEFAULT_DB",
+    "model_for",
+    "reader",
+    "runner_for",
+    "shared_store",
+    "spec_of",
+]
 
 
 # No cached function shows Streamlit's default spinner: it names the function ("Running
-# `_runner(...)`"), an internal name. The store opens at once; a runner may take a moment.
-@st.cache_resource(show_spinner=False)
-def shared_store() -> SQLiteStore:
-    """The embedded database ($STEPWISE_DB, default ./stepwise.db)."""
-    return SQLiteStore(os.environ.get(DB_ENV, DEFAULT_DB))
-
-
+# `_runner(...)`"), an internal name. A runner may take a moment.
 @st.cache_resource(max_entries=32, show_spinner="Preparing the agent…")
 def _runner(
     spec_json: str, prices_json: str, key_id: str, code_generation: int, _api_key: str | None
@@ -68,7 +69,7 @@ def runner_for(spec: AgentSpec) -> ParallelAgentRunner:
     key = _session_key(spec)
     prices = json.dumps(state.price_overrides(), sort_keys=True)
     # "You are the model" queues typed replies in the runner's model: one runner per session.
-    owner = _session_id() if spec.provider == "human" else ""
+    owner = _session_id() if PROVIDERS[spec.provider].needs_person else ""
     generation = user_code.generation() if spec.uses_user_code else 0
     return _runner(spec.model_dump_json(), prices, f"{_key_id(key)}:{owner}", generation, key)
 

@@ -17,17 +17,16 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import streamlit as st
 
 from agent_core.errors import UserError
-from agent_core.llms.openai import OPENAI_COMPATIBLE_PRESETS
+from agent_core.llms.catalog import PROVIDERS, ProviderName
 from agent_core.llms.pricing import DEFAULT_PRICES
-from agent_core.spec import DEFAULT_MODELS, AgentSpec, ProviderName
+from agent_core.spec import AgentSpec
 from components import state
 from components.messages import plural
-from components.task_form import model_label
+from components.model_choice import check_base_url, model_label, provider_title
 
 __all__ = [
     "CHOICES",
@@ -49,6 +48,10 @@ __all__ = [
 CUSTOM = "custom"
 """The choice of an OpenAI-compatible server at a base URL the user types."""
 
+_SERVER_API = next(entry for entry in PROVIDERS.values() if entry.presets)
+"""The provider whose API the local servers speak (OpenAI's): the one with server presets."""
+_PRESETS = _SERVER_API.presets
+
 _SERVER_TITLES = {
     "ollama": "Ollama",
     "vllm": "vLLM",
@@ -57,22 +60,17 @@ _SERVER_TITLES = {
 }
 
 CHOICES: dict[str, str] = {
-    "demo": "Demo model (scripted replies, no key)",
-    "human": "You are the model (you type each reply)",
-    "openai": "OpenAI",
-    "anthropic": "Anthropic",
-    **{
-        name: f"Local server: {_SERVER_TITLES.get(name, name)}"
-        for name in OPENAI_COMPATIBLE_PRESETS
-    },
-    CUSTOM: "Local server: another OpenAI-compatible URL",
+    **{name: provider_title(entry) for name, entry in PROVIDERS.items()},
+    **{name: f"Local server: {_SERVER_TITLES.get(name, name)}" for name in _PRESETS},
+    CUSTOM: f"Local server: another {_SERVER_API.label}-compatible URL",
 }
 """What the provider picker offers: providers, then local-server presets by name."""
 
-KEY_ENV: dict[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+KEY_ENV: dict[str, str] = {
+    name: entry.key_env for name, entry in PROVIDERS.items() if entry.key_env is not None
+}
 """The providers that take a key, and the variable (or secret) their SDK reads it from."""
 
-_PROVIDER_TITLES = {"openai": "OpenAI", "anthropic": "Anthropic"}
 KeySource = Literal["session", "secrets", "environment"]
 _MODEL_COLUMN, _INPUT_COLUMN, _OUTPUT_COLUMN = "model", "input $/Mtok", "output $/Mtok"
 # Messages say "input price", not the column's name: st.error reads "$...$" as math.
@@ -82,33 +80,27 @@ _PRICE_NAMES = {_INPUT_COLUMN: "the input price", _OUTPUT_COLUMN: "the output pr
 # --- the model ------------------------------------------------------------------------------
 
 
-_PROVIDERS: dict[str, ProviderName] = {
-    "demo": "demo",
-    "human": "human",
-    "openai": "openai",
-    "anthropic": "anthropic",
-}
-
-
 def _provider_of(choice: str) -> ProviderName:
-    return _PROVIDERS.get(choice, "openai")  # Local servers speak OpenAI's API.
+    # A choice is a provider, or a local server: those speak the presets' provider's API.
+    return choice if choice in PROVIDERS else _SERVER_API.name  # type: ignore[return-value]
 
 
 def _has_fixed_model(choice: str) -> bool:
-    return choice in ("demo", "human")
+    return choice in PROVIDERS and not PROVIDERS[choice].takes_model
 
 
 def _is_local(choice: str) -> bool:
-    return choice in OPENAI_COMPATIBLE_PRESETS or choice == CUSTOM
+    return choice in _PRESETS or choice == CUSTOM
 
 
 def choice_of(spec: AgentSpec) -> str:
     """The picker entry that shows `spec` (a preset when its base_url is one)."""
-    if spec.provider != "openai" or not spec.base_url:
+    presets = PROVIDERS[spec.provider].presets
+    if not presets or not spec.base_url:
         return spec.provider
-    if spec.base_url in OPENAI_COMPATIBLE_PRESETS:  # OpenAILLM also takes a preset's name.
+    if spec.base_url in presets:  # OpenAILLM also takes a preset's name.
         return spec.base_url
-    by_url = {url: name for name, url in OPENAI_COMPATIBLE_PRESETS.items()}
+    by_url = {url: name for name, url in presets.items()}
     return by_url.get(spec.base_url.rstrip("/"), CUSTOM)
 
 
@@ -121,29 +113,7 @@ def default_model(choice: str, saved: AgentSpec) -> str:
         return saved.model
     if _is_local(choice):
         return ""
-    return DEFAULT_MODELS[_provider_of(choice)]
-
-
-def check_base_url(url: str) -> str:
-    """`url` stripped, if it is an http(s) URL naming a server; else a `UserError` saying why."""
-    url = url.strip()
-    try:
-        parts = urlsplit(url)
-        hostname = parts.hostname
-    except ValueError:  # e.g. an unclosed "[" of an IPv6 address
-        parts, hostname = None, None
-    if parts is None or parts.scheme not in ("http", "https") or not hostname:
-        raise UserError(
-            "The base URL must start with http:// or https:// and name a server, "
-            "e.g. http://localhost:8000/v1. Fix it, then save again."
-        )
-    if parts.username or parts.password:
-        # The base URL is stored with every task; a key hidden in it would be written to disk.
-        raise UserError(
-            "The base URL must not hold a user name or password: it is saved with each task. "
-            "Remove it and enter the key under API keys instead."
-        )
-    return url
+    return PROVIDERS[_provider_of(choice)].model_label
 
 
 def build_spec(saved: AgentSpec, choice: str, *, model: str, base_url: str = "") -> AgentSpec:
@@ -163,8 +133,8 @@ def build_spec(saved: AgentSpec, choice: str, *, model: str, base_url: str = "")
     url: str | None = None
     if choice == CUSTOM:
         url = check_base_url(base_url)
-    elif choice in OPENAI_COMPATIBLE_PRESETS:
-        url = OPENAI_COMPATIBLE_PRESETS[choice]
+    elif choice in _PRESETS:
+        url = _PRESETS[choice]
     # The demo and you-as-the-model have no model to name; the stepper's form drops one too.
     model = "" if _has_fixed_model(choice) else model.strip()
     if url is not None and not model:
@@ -173,19 +143,16 @@ def build_spec(saved: AgentSpec, choice: str, *, model: str, base_url: str = "")
             "shows it), then save again."
         )
     update: dict[str, Any] = {"provider": _provider_of(choice), "model": model, "base_url": url}
-    if choice == "human":
+    if choice in PROVIDERS and PROVIDERS[choice].needs_person:
         update["worker"] = "react"  # Typed replies are text: only ReAct reads tool calls in text.
     return saved.model_copy(update=update)
 
 
-_ABOUT = {
-    "demo": "Plays the built-in demo scenarios' replies: no key, no network.",
-    "human": "You type each model reply and see the exact prompt it answers. "
-    "This works with the **ReAct worker only**: saving it also picks the ReAct worker.",
-    "openai": "OpenAI's API. Needs an OpenAI key (below).",
-    "anthropic": "Anthropic's API. Needs an Anthropic key (below).",
-    CUSTOM: "Any server that speaks OpenAI's chat completions API.",
-}
+_SCRIPTED_ABOUT = "Plays the built-in demo scenarios' replies: no key, no network."
+_PERSON_ABOUT = (
+    "You type each model reply and see the exact prompt it answers. "
+    "This works with the **ReAct worker only**: saving it also picks the ReAct worker."
+)
 
 _SERVER_KEY_HINT = (
     " No key is needed; if the server asks for one, save this choice, then enter the server's "
@@ -195,12 +162,21 @@ _SERVER_KEY_HINT = (
 
 
 def _about(choice: str) -> str:
-    if choice in OPENAI_COMPATIBLE_PRESETS:
+    if choice in _PRESETS:
         return (
-            f"An OpenAI-compatible server on this machine at `{OPENAI_COMPATIBLE_PRESETS[choice]}` "
+            f"An {_SERVER_API.label}-compatible server on this machine at `{_PRESETS[choice]}` "
             "(its default port)." + _SERVER_KEY_HINT
         )
-    return _ABOUT[choice] + (_SERVER_KEY_HINT if choice == CUSTOM else "")
+    if choice == CUSTOM:
+        return (
+            f"Any server that speaks {_SERVER_API.label}'s chat completions API." + _SERVER_KEY_HINT
+        )
+    entry = PROVIDERS[choice]
+    if entry.scripted:
+        return _SCRIPTED_ABOUT
+    if entry.needs_person:
+        return _PERSON_ABOUT
+    return f"{entry.label}'s API. Needs your {entry.label} key (below)."
 
 
 def render_model_section() -> None:
@@ -254,10 +230,6 @@ _SESSION_ONLY = (
     "Kept in this browser session only: never saved to disk or to the database, and gone when "
     "the session ends."
 )
-_KEY_NOTES = {
-    "openai": "Sent to OpenAI's API only, never to a local or custom server. " + _SESSION_ONLY,
-    "anthropic": "Sent to Anthropic's API only, never to another server. " + _SESSION_ONLY,
-}
 
 
 def _secret_key(provider: str) -> str | None:
@@ -351,8 +323,15 @@ def _show_key_status(provider: str, source: KeySource | None) -> None:
         st.warning(f"No key yet: paste one below, or set `{variable}` before starting the app.")
 
 
+def _key_note(provider: str) -> str:
+    entry = PROVIDERS[provider]
+    # A provider with server presets is the one whose key a local server could be sent.
+    elsewhere = "a local or custom server" if entry.presets else "another server"
+    return f"Sent to {entry.label}'s API only, never to {elsewhere}. " + _SESSION_ONLY
+
+
 def _render_key(provider: str) -> None:
-    title = _PROVIDER_TITLES[provider]
+    title = PROVIDERS[provider].label
     st.markdown(f"**{title}**")
     source = key_source(provider)
     _show_key_status(provider, source)
@@ -361,7 +340,7 @@ def _render_key(provider: str) -> None:
         slug=provider,
         label=f"{title} API key",
         title=f"{title} key",
-        note=_KEY_NOTES[provider],
+        note=_key_note(provider),
         can_forget=source == "session",
     )
 

@@ -16,9 +16,10 @@ import streamlit as st
 from pydantic import TypeAdapter
 
 from agent_core.errors import AgentCoreError
-from agent_core.llms.openai import OPENAI_COMPATIBLE_PRESETS
+from agent_core.llms.catalog import OPENAI_COMPATIBLE_PRESETS
 from agent_core.spec import AgentSpec
 from agent_core.store import SettingsStore
+from components.database import shared_store
 
 _TASK = "stepwise.task_id"
 _SPEC = "stepwise.spec"
@@ -152,8 +153,6 @@ def _count_page_run() -> None:
 
 
 def _store() -> SettingsStore:
-    from components.runtime import shared_store  # runtime imports this module
-
     return shared_store()
 
 

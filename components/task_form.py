@@ -14,13 +14,14 @@ from pydantic import ValidationError
 
 from agent_core.demos import SCENARIOS
 from agent_core.errors import AgentCoreError, UserCodeError, UserError
+from agent_core.llms.catalog import PROVIDERS as CATALOG
 from agent_core.llms.content import ImagePart
-from agent_core.llms.openai import OPENAI_COMPATIBLE_PRESETS
-from agent_core.spec import DEFAULT_MODELS, AgentSpec
+from agent_core.spec import AgentSpec
 from agent_core.user_code.registry import UserCodeRegistry, default_registry
 from components import runtime, state
 from components.actions import attempt, show_message, show_notice
 from components.intro import render_intro
+from components.model_choice import PROVIDER_LABELS, check_base_url, model_label
 from components.task_images import pick_images
 from components.user_code_view import render_code_error, render_user_code
 
@@ -43,26 +44,11 @@ WORKERS = {
 }
 USER_AGENT_PREFIX = "agent:"
 """Worker choices that are the user's own agents: `agent:NAME`."""
-PROVIDERS = {
-    "demo": "Demo model (scripted replies)",
-    "human": "You are the model",
-    "openai": "OpenAI / compatible",
-    "anthropic": "Anthropic",
-}
+PROVIDERS = PROVIDER_LABELS
+"""The model providers as the form names them (`agent_core.llms.catalog` has them all)."""
 TOOLS = ("arithmetic", "calculator", "files", "python", "image")
-_REAL_PROVIDERS = ("openai", "anthropic")
 _FORM, _SCENARIOS = "create-form", "scenarios"
 """Where a failed Create task (or demo Start) says why: under the button that was clicked."""
-
-
-def model_label(spec: AgentSpec) -> str:
-    """How the model is named on screen; the scripted demo always says so."""
-    if spec.provider == "demo":
-        return "Demo model — scripted replies, not a real LLM"
-    if spec.provider == "human":
-        return "You are the model — you type each reply"
-    where = f" at {spec.base_url}" if spec.base_url else ""
-    return f"{PROVIDERS[spec.provider]} · {spec.model_name}{where}"
 
 
 def agent_label(spec: AgentSpec) -> str:
@@ -74,10 +60,8 @@ def agent_label(spec: AgentSpec) -> str:
 
 def _server_address_problem(spec: AgentSpec) -> str | None:
     """Why the typed server address cannot be used (a password in it would be saved), if so."""
-    if not spec.base_url or spec.base_url in OPENAI_COMPATIBLE_PRESETS:
+    if not spec.base_url or spec.base_url in CATALOG[spec.provider].presets:
         return None
-    from components.settings_form import check_base_url  # It imports this module.
-
     try:
         check_base_url(spec.base_url)
     except UserError as exc:
@@ -113,7 +97,8 @@ def _render_scenarios() -> None:
 
 def _pick_model(default: AgentSpec, provider: str) -> tuple[str, str | None]:
     """The model name and server address for a real provider ("" and None: the defaults)."""
-    if provider not in _REAL_PROVIDERS:
+    entry = CATALOG[provider]
+    if not entry.takes_model:
         return "", None
     model_col, url_col = st.columns(2)
     keep = default.provider == provider
@@ -121,15 +106,17 @@ def _pick_model(default: AgentSpec, provider: str) -> tuple[str, str | None]:
         "Model",
         default.model if keep else "",
         key=f"form-model-{provider}",
-        placeholder=DEFAULT_MODELS[provider],
+        placeholder=entry.model_label,
     )
     base_url = url_col.text_input(
         "Server address (optional)",
         (default.base_url or "") if keep else "",
         key=f"form-base-url-{provider}",
-        placeholder="the provider's API" if provider == "anthropic" else "e.g. ollama, vllm",
-        help="For an OpenAI-compatible server: a URL or a preset (ollama, vllm, llama.cpp, "
-        "lm-studio).",
+        placeholder=f"e.g. {', '.join(list(entry.presets)[:2])}"
+        if entry.presets
+        else "the provider's API",
+        help=f"For a server that speaks {entry.label}'s API: a URL"
+        + (f" or a preset ({', '.join(entry.presets)})." if entry.presets else "."),
     )
     return model.strip(), base_url.strip() or None
 
@@ -200,7 +187,11 @@ def _pick_agent(default: AgentSpec, registry: UserCodeRegistry) -> AgentSpec:
         index=list(PROVIDERS).index(default.provider),
     )
     agent = worker.removeprefix(USER_AGENT_PREFIX) if worker.startswith(USER_AGENT_PREFIX) else None
-    if provider == "human" and agent is None and worker not in ("react", "multimodal_react"):
+    if (
+        CATALOG[provider].needs_person
+        and agent is None
+        and worker not in ("react", "multimodal_react")
+    ):
         # Typed replies are text: only ReAct reads its tool calls from text.
         st.caption(
             "You are the model: the agent is a ReAct agent, which reads tool calls from text."

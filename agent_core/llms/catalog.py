@@ -52,6 +52,7 @@ class Provider:
     Attributes:
         name: The name in a model string ("openai" in "openai:gpt-4o-mini") and in a spec.
         label: How people call it ("OpenAI").
+        note: What to know before picking it, when its label does not say ("no key").
         factory: `module:attribute` of what builds its model, imported only when used.
         key_env: The environment variable (or app secret) its key is read from; None: no key.
         default_model: The model used when none is named; None: it takes no model name.
@@ -68,6 +69,7 @@ class Provider:
     name: str
     label: str
     factory: str
+    note: str | None = None
     key_env: str | None = None
     default_model: str | None = None
     model_label: str = ""
@@ -131,12 +133,14 @@ PROVIDERS: Mapping[str, Provider] = MappingProxyType(
             name="demo",
             label="Demo model",
             factory="agent_core.demos:demo_llm",
+            note="scripted replies, no key",
             model_label="demo (scripted)",
         ),
         "human": Provider(
             name="human",
             label="You are the model",
             factory="agent_core.llms.scripted:HumanLLM",
+            note="you type each reply",
             model_label="you (typed replies)",
             needs_person=True,
         ),

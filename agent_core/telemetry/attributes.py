@@ -23,6 +23,7 @@ from openinference.semconv.trace import ToolAttributes as TA
 from openinference.semconv.trace import ToolCallAttributes as TCA
 
 from agent_core.effects import current_step
+from agent_core.llms.catalog import provider_of
 
 if TYPE_CHECKING:
     from agent_core.llms.base import ChatMessage, ChatResponse, ToolSpec, Usage
@@ -272,10 +273,13 @@ def _usage(prefix: str, usage: Usage) -> dict[str, Any]:
 
 
 def _provider(llm: Any) -> str:
-    """The provider by the adapter's class: `OpenAILLM` is "openai", `ScriptedLLM` "scripted"."""
+    """The provider: the catalog's name of an adapter, else by class (`ScriptedLLM`: "scripted")."""
     declared = getattr(llm, "provider", None)
     if isinstance(declared, str) and declared:
         return declared
+    cataloged = provider_of(llm)
+    if cataloged is not None:
+        return cataloged
     name = type(llm).__name__
     return (name[:-3] if name.endswith("LLM") and len(name) > 3 else name).lower()
 
