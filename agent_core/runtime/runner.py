@@ -234,7 +234,9 @@ class AgentRunner(LlamaIndexRunnerAPI):
         """Create a task and queue its first step; nothing runs yet.
 
         Keyword arguments `extra_state` (initial worker state) and `spec` (the agent's
-        description) are stored on the task; the rest go to the worker's `initialize_step`.
+        description) are stored on the task; `ledger_key` records the outside request the
+        task answers in the store's task ledger, in the same transaction as the task (see
+        `agent_core.store.ledger`); the rest go to the worker's `initialize_step`.
         """
         if not isinstance(input, str):
             raise UserError(f"a task input must be a str, got {type(input).__name__}")
@@ -249,6 +251,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
             extra_state={**self.init_task_state_kwargs, **(kwargs.pop("extra_state", None) or {})},
             spec=kwargs.pop("spec", self.spec),
         )
+        ledger_key: str | None = kwargs.pop("ledger_key", None)
         step = self.agent_worker.initialize_step(task, **kwargs)
         state = TaskState(task=task, steps={step.step_id: step}, queue=[step.step_id])
         state.set_extra_state_json(dump_state(task.extra_state, task_id=task.task_id, step_id=""))
@@ -257,6 +260,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
             base_version=None,
             steps=[step],
             memory=MemoryWrite(keep=0, append=task.memory.get_all()),
+            ledger_key=ledger_key,
         )
         self._commit(state, change)
         self.state.task_dict[task.task_id] = state

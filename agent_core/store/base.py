@@ -47,6 +47,9 @@ class TaskChange:
     memory: MemoryWrite | None = None
     task_row: bool = True
     """False when only the version moves (claiming a step changes no task field)."""
+    ledger_key: str | None = None
+    """When creating a task: the key of the outside request it answers, recorded in the
+    store's task ledger in this same transaction (see `agent_core.store.ledger`)."""
 
     @property
     def task(self) -> Task:

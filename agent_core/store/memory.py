@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from agent_core.errors import ConflictError
@@ -23,7 +24,8 @@ from agent_core.store._records import (
     task_record,
 )
 from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
-from agent_core.types import StepSnapshot, TaskState, TaskStep
+from agent_core.store.ledger import LedgerEntry
+from agent_core.types import StepSnapshot, TaskState, TaskStep, utcnow
 
 __all__ = ["InMemoryStore"]
 
@@ -54,6 +56,7 @@ class InMemoryStore:
         self._tasks: dict[str, _TaskRecords] = {}
         self._conversations: dict[str, list[ChatMessage]] = {}
         self._settings: dict[str, str] = {}
+        self._ledger: dict[str, LedgerEntry] = {}
         self._lock = threading.Lock()
 
     def commit(self, change: TaskChange) -> None:
@@ -70,10 +73,21 @@ class InMemoryStore:
                     code="task_changed",
                     params={"version": current, "expected": change.base_version},
                 )
+            key = change.ledger_key
+            if key is not None and key in self._ledger:
+                held = self._ledger[key].task_id
+                raise ConflictError(
+                    f"the ledger key {key!r} already names task {held}, so task "
+                    f"{state.task_id} was not created; read the entry (ledger_entry) and "
+                    "carry on with that task",
+                    task_id=held,
+                )
             if records is None:
                 records = _TaskRecords(state.task.input, "", "", 0, summary_of(state))
                 self._tasks[state.task_id] = records
             self._write(records, change)
+            if key is not None:
+                self._ledger[key] = LedgerEntry(key, state.task_id, utcnow())
 
     def _write(self, records: _TaskRecords, change: TaskChange) -> None:
         state = change.state
@@ -166,6 +180,31 @@ class InMemoryStore:
         data = setting_record(name, value)
         with self._lock:
             self._settings[name] = data
+
+    def ledger_entry(self, key: str) -> LedgerEntry | None:
+        """The entry recorded under `key`, or None when there is none."""
+        with self._lock:
+            return self._ledger.get(key)
+
+    def finish_ledger_entry(self, key: str, result: str) -> None:
+        """Record the result of the task under `key`."""
+        with self._lock:
+            entry = self._ledger.get(key)
+            if entry is not None:
+                self._ledger[key] = replace(entry, result=result, finished_at=utcnow())
+
+    def trim_ledger(self, *, finished_before: datetime, keep_at_most: int) -> int:
+        """Drop the entries finished before `finished_before`, then the oldest past a count."""
+        with self._lock:
+            before = len(self._ledger)
+            kept = [
+                entry
+                for entry in self._ledger.values()
+                if entry.finished_at is None or entry.finished_at >= finished_before
+            ]
+            kept.sort(key=lambda entry: entry.created_at, reverse=True)
+            self._ledger = {entry.key: entry for entry in kept[: max(keep_at_most, 0)]}
+            return before - len(self._ledger)
 
     def close(self) -> None:
         """Nothing to release."""

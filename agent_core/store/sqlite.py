@@ -28,7 +28,8 @@ from agent_core.store._records import (
     task_record,
 )
 from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
-from agent_core.types import StepSnapshot, TaskState, TaskStatus, TaskStep
+from agent_core.store.ledger import LedgerEntry
+from agent_core.types import StepSnapshot, TaskState, TaskStatus, TaskStep, utcnow
 
 __all__ = ["SQLiteStore"]
 
@@ -72,13 +73,43 @@ _SETTINGS_SCHEMA = [
     "WITHOUT ROWID",
 ]
 
-_SCHEMA = [*_TABLES, *_STEPS_SCHEMA, *_SETTINGS_SCHEMA, *_PROMPTS_SCHEMA]
+# The task ledger (`agent_core.store.ledger`): an outside request's key, the task it started
+# and, once that task ran to its end, its result. Trimming reads the two timestamps.
+_LEDGER_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS task_ledger (key TEXT PRIMARY KEY, task_id TEXT NOT NULL, "
+    "created_at TEXT NOT NULL, result TEXT, finished_at TEXT) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS task_ledger_by_created ON task_ledger (created_at)",
+    "CREATE INDEX IF NOT EXISTS task_ledger_by_finished ON task_ledger (finished_at) "
+    "WHERE finished_at IS NOT NULL",
+]
 
-_LAYOUT_VERSION = 3
+_SCHEMA = [*_TABLES, *_STEPS_SCHEMA, *_SETTINGS_SCHEMA, *_PROMPTS_SCHEMA, *_LEDGER_SCHEMA]
+
+_LAYOUT_VERSION = 4
 """`PRAGMA user_version` of the current layout. Layout 0 keyed steps by `step_id` (with a second
 index by task): three B-trees to touch per new step instead of two. Layout 1 had no settings
-table, layout 2 no prompts table. Older code opens a newer file unchanged: each only adds a
-table."""
+table, layout 2 no prompts table, layout 3 no task ledger. Older code opens a newer file
+unchanged: each only adds a table."""
+
+_LEDGER_LAYOUT = 4
+"""The first layout with a task ledger."""
+
+# Before the ledger had its table, `stepwise.services` kept it in settings named
+# `stepwise.services.hop:<service>:<message id>`, holding {"task_id", "result"?}: a file of an
+# older layout has those entries moved into the ledger (keyed `<service>:<message id>`, as the
+# services key them now), so a hop in flight across the upgrade still runs once.
+_OLD_LEDGER_SETTINGS = "stepwise.services.hop:"
+_MIGRATE_OLD_LEDGER = [
+    (
+        "INSERT OR IGNORE INTO task_ledger (key, task_id, created_at, result, finished_at) "
+        "SELECT substr(name, :start), json_extract(value, '$.task_id'), :now, "
+        "json_extract(value, '$.result'), "
+        "CASE WHEN json_type(value, '$.result') = 'text' THEN :now END "
+        "FROM settings WHERE substr(name, 1, :length) = :prefix AND json_valid(value) "
+        "AND json_type(value, '$.task_id') = 'text'"
+    ),
+    "DELETE FROM settings WHERE substr(name, 1, :length) = :prefix",
+]
 
 _STEPS_KEYED_BY_TASK = 1
 """The first layout whose steps need no re-keying."""
@@ -149,11 +180,24 @@ class SQLiteStore:
                     self._db.execute(statement)
             for statement in _SCHEMA:
                 self._db.execute(statement)
+            if layout < _LEDGER_LAYOUT:
+                self._move_old_ledger()
             self._db.execute(f"PRAGMA user_version = {_LAYOUT_VERSION}")
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
+
+    def _move_old_ledger(self) -> None:
+        prefix = _OLD_LEDGER_SETTINGS
+        values = {
+            "prefix": prefix,
+            "length": len(prefix),
+            "start": len(prefix) + 1,
+            "now": utcnow().isoformat(),
+        }
+        for statement in _MIGRATE_OLD_LEDGER:
+            self._db.execute(statement, values)
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -194,6 +238,8 @@ class SQLiteStore:
                 if not written:
                     raise self._conflict(db, state.task_id, change.base_version)
                 self._write_rows(db, change)
+                if change.ledger_key is not None:
+                    self._write_ledger_entry(db, change.ledger_key, state.task_id)
             except sqlite3.IntegrityError:
                 raise self._conflict(db, state.task_id, change.base_version) from None
             except sqlite3.Error as exc:
@@ -423,6 +469,57 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot save the setting {name!r} to {self.path}: {exc}") from exc
 
+    # -- the task ledger (agent_core.store.ledger)
+
+    @staticmethod
+    def _write_ledger_entry(db: sqlite3.Connection, key: str, task_id: str) -> None:
+        """Record `key` -> `task_id` in the transaction that creates the task."""
+        try:
+            db.execute(
+                "INSERT INTO task_ledger (key, task_id, created_at) VALUES (?, ?, ?)",
+                (key, task_id, utcnow().isoformat()),
+            )
+        except sqlite3.IntegrityError:
+            raise _ledger_conflict(db, key, task_id) from None
+
+    def ledger_entry(self, key: str) -> LedgerEntry | None:
+        """The entry recorded under `key`, or None when there is none."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT key, task_id, created_at, result, finished_at FROM task_ledger "
+                "WHERE key = ?",
+                (key,),
+            ).fetchone()
+        return None if row is None else _ledger_entry(row)
+
+    def finish_ledger_entry(self, key: str, result: str) -> None:
+        """Record the result of the task under `key`, in one transaction."""
+        with self._transaction() as db:
+            try:
+                db.execute(
+                    "UPDATE task_ledger SET result = ?, finished_at = ? WHERE key = ?",
+                    (result, utcnow().isoformat(), key),
+                )
+            except sqlite3.Error as exc:
+                message = _cannot(f"record ledger entry {key!r} in", self.path, exc)
+                raise StoreError(message) from exc
+
+    def trim_ledger(self, *, finished_before: datetime, keep_at_most: int) -> int:
+        """Drop the entries finished before `finished_before`, then the oldest past a count."""
+        with self._transaction() as db:
+            try:
+                finished = db.execute(
+                    "DELETE FROM task_ledger WHERE finished_at < ?", (finished_before.isoformat(),)
+                ).rowcount
+                over = db.execute(
+                    "DELETE FROM task_ledger WHERE key IN (SELECT key FROM task_ledger "
+                    "ORDER BY created_at DESC, key LIMIT -1 OFFSET ?)",
+                    (max(keep_at_most, 0),),
+                ).rowcount
+            except sqlite3.Error as exc:
+                raise StoreError(_cannot("trim the task ledger in", self.path, exc)) from exc
+        return finished + over
+
     def close(self) -> None:
         """Close the database connection."""
         with self._lock:
@@ -444,6 +541,26 @@ def _cannot(what: str, path: str, exc: sqlite3.Error) -> str:
             "space and try again"
         )
     return f"cannot {what} {path}: {exc}"
+
+
+def _ledger_conflict(db: sqlite3.Connection, key: str, task_id: str) -> ConflictError:
+    row = db.execute("SELECT task_id FROM task_ledger WHERE key = ?", (key,)).fetchone()
+    held = row[0] if row else "another task"
+    return ConflictError(
+        f"the ledger key {key!r} already names task {held}, so task {task_id} was not "
+        "created; read the entry (ledger_entry) and carry on with that task",
+        task_id=held if row else "",
+    )
+
+
+def _ledger_entry(row: tuple[Any, ...]) -> LedgerEntry:
+    return LedgerEntry(
+        key=row[0],
+        task_id=row[1],
+        created_at=datetime.fromisoformat(row[2]),
+        result=row[3],
+        finished_at=None if row[4] is None else datetime.fromisoformat(row[4]),
+    )
 
 
 def _summary(row: tuple[Any, ...]) -> TaskSummary:

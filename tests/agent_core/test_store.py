@@ -15,6 +15,7 @@ from agent_core.errors import ConflictError, StepError, StoreError, TaskNotFound
 from agent_core.llms import ChatMessage, FunctionLLM, ScriptedLLM, ToolSpec
 from agent_core.runtime.claims import CLAIM_PERSIST_DELAY_S
 from agent_core.store import InMemoryStore, MemoryWrite, SQLiteStore, Store, TaskChange
+from agent_core.store.sqlite import _LAYOUT_VERSION
 from agent_core.tools import FunctionTool
 from agent_core.types import TaskStep
 from agent_core.workers import ReActAgentWorker
@@ -578,7 +579,7 @@ def test_a_file_from_the_first_layout_is_migrated_and_keeps_every_step(tmp_path:
     assert list(state.steps) == list(expected.steps)
     assert state.completed == expected.completed and state.queue == expected.queue
     assert loaded.run_step(task_id).is_last
-    assert store._db.execute("PRAGMA user_version").fetchone() == (3,)
+    assert store._db.execute("PRAGMA user_version").fetchone() == (_LAYOUT_VERSION,)
     names = {n for (n,) in store._db.execute("SELECT name FROM sqlite_master")}
     assert "steps_layout_0" not in names and "steps_by_task" not in names
     SQLiteStore(old)  # Opening it again finds nothing left to migrate.

@@ -13,6 +13,7 @@ import pytest
 from agent_core import AgentRunner
 from agent_core.llms import ScriptedLLM
 from agent_core.store import InMemoryStore, SettingsStore, SQLiteStore, Store
+from agent_core.store.sqlite import _LAYOUT_VERSION
 from agent_core.workers import ReActAgentWorker
 
 SPEC = {"provider": "openai", "model": "qwen2.5", "base_url": "http://gpu-box:8000/v1"}
@@ -115,7 +116,7 @@ def test_a_file_from_before_settings_opens_keeps_its_tasks_and_gains_settings(
 
     store = SQLiteStore(path)
 
-    assert store._db.execute("PRAGMA user_version").fetchone() == (3,)
+    assert store._db.execute("PRAGMA user_version").fetchone() == (_LAYOUT_VERSION,)
     assert [t.task_id for t in store.list_tasks()] == [task_id]
     loaded = store.load_task(task_id)
     assert loaded is not None and len(loaded.completed) == 1

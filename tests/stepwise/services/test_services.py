@@ -21,7 +21,7 @@ from stepwise.services import (
     SimpleMessageQueue,
     ToolService,
 )
-from stepwise.services.services.agent import LEDGER_PREFIX
+from stepwise.services.services.agent import ledger_key
 from stepwise.services.services.base import HopRequest
 
 from ._system import ROOT, call, echo_agent, eventually, runner, running
@@ -183,8 +183,7 @@ async def test_a_redelivered_hop_that_had_started_resumes_its_stepwise_task():
         data=HopRequest(task_id="t1", input="secret?", hop_id="h1").model_dump(mode="json"),
     )
     # A replica started the hop and died after its first step.
-    started = agent.create_task("secret?")
-    agent.store.put_setting(f"{LEDGER_PREFIX}:resumer:{message.id_}", {"task_id": started.task_id})
+    started = agent.create_task("secret?", ledger_key=ledger_key("resumer", message.id_))
     await agent.arun_step(started.task_id)
 
     results = await _deliver_twice(service, queue, message)
