@@ -95,8 +95,8 @@ class Provider:
         return not self.takes_model and not self.needs_person
 
     @property
-    def class_name(self) -> str:
-        """The name of what `factory` builds, e.g. "OpenAILLM"."""
+    def factory_name(self) -> str:
+        """The name `factory` imports: the adapter class ("OpenAILLM"), or a function."""
         return self.factory.rpartition(":")[2]
 
     def model_ref(self, model: str | None = None) -> str:
@@ -233,6 +233,6 @@ def provider_of(llm: object) -> str | None:
     """The provider whose model `llm` is (by its class), e.g. "openai" for an `OpenAILLM`."""
     class_name = type(llm).__name__
     for entry in PROVIDERS.values():
-        if entry.takes_model and entry.class_name == class_name:
+        if entry.takes_model and entry.factory_name == class_name:
             return entry.name
     return None
