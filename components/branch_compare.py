@@ -131,7 +131,7 @@ def step_view(state: TaskState, step_id: str) -> StepView:
     calls = "(none)"
     tokens, cost, latency = 0, None, 0.0
     if output is not None:
-        rejection = getattr(step, "rejection", None)
+        rejection = step.rejection
         if output.error:
             result = f"Error: {output.error}"
         elif rejection:

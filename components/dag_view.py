@@ -43,7 +43,7 @@ import streamlit.components.v1 as st_components
 from pyvis.network import Network
 
 from agent_core import dag as dag_model
-from agent_core.dag import STATUS_COLORS, build_dag, collapse_older, to_dot, to_vis_data
+from agent_core.dag import build_dag, collapse_older, to_dot, to_vis_data
 from agent_core.types import TaskState
 
 __all__ = [
@@ -216,12 +216,10 @@ def legend_items(entries: Any = None) -> list[dict[str, Any]]:
     """What each node colour means: `{"label", "color"}` (and `meaning`) per entry.
 
     `entries` are the runtime's legend (`to_vis_data(...)["legend"]`: (group, colour,
-    meaning) tuples); without them, `agent_core.dag.legend()` when the runtime has one, else
-    one entry per status colour.
+    meaning) tuples); without them, `agent_core.dag.legend()`.
     """
     if entries is None:
-        legend = getattr(dag_model, "legend", None)
-        entries = legend() if callable(legend) else STATUS_COLORS
+        entries = dag_model.legend()
     listed = list(entries.items()) if isinstance(entries, dict) else list(entries)
     return [item for entry in listed if (item := _legend_item(entry)) is not None]
 

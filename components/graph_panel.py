@@ -52,7 +52,7 @@ def _plural(count: int, noun: str) -> str:
 
 def _not_active_reason(task_state: TaskState) -> str:
     task = task_state.task
-    if getattr(task, "imported", False):
+    if task.imported:
         return "This task was imported from a trace: it is read only."
     if task.status in (TaskStatus.COMPLETED, TaskStatus.ABANDONED):
         return f"This task is {task.status.value}: its steps can no longer be undone."

@@ -179,7 +179,7 @@ def render_task_row(task: TaskSummary, *, store: Store) -> None:
         )
         info.text(_one_line(task.input))
         info.caption(plain(agent_line(task_id)))  # Names a person chose: shown as typed.
-        if getattr(task, "imported", False):
+        if task.imported:
             info.badge(IMPORTED_BADGE, icon=":material/lock:", color="gray")
         if task.damaged:
             info.badge("damaged", icon=":material/error:", color="red")
