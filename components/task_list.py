@@ -22,8 +22,7 @@ from agent_core.trace import MAX_TRACE_BYTES, export_trace, import_trace
 from agent_core.types import Task, TaskStatus, short_id
 from components import runtime, state
 from components.actions import attempt
-from components.messages import cost_text as _dollars
-from components.messages import plain, plural
+from components.messages import cost_text, plain, plural
 from components.task_form import agent_label, model_label
 
 __all__ = [
@@ -31,7 +30,6 @@ __all__ = [
     "IMPORTED_BADGE",
     "PAGE_SIZE",
     "agent_line",
-    "cost_text",
     "delete_note",
     "filter_tasks",
     "import_upload",
@@ -41,6 +39,7 @@ __all__ = [
     "summary_line",
     "trace_data",
     "trace_file_name",
+    "usage_cost_text",
     "workspace_file_count",
 ]
 
@@ -73,11 +72,11 @@ def filter_tasks(tasks: Sequence[TaskSummary], *, status: str, query: str) -> li
     return sorted(chosen, key=lambda task: task.updated_at, reverse=True)
 
 
-def cost_text(usage: Usage) -> str:
-    """The cost as dollars, "cost unknown" for tokens at no known price, "" when no model ran."""
+def usage_cost_text(usage: Usage) -> str:
+    """The cost of `usage` as `cost_text` writes it, or "" when no model ran (no tokens)."""
     if not usage.total_tokens and not usage.cost_usd:
         return ""
-    return _dollars(usage.cost_usd)
+    return cost_text(usage.cost_usd)
 
 
 def summary_line(task: TaskSummary) -> str:
@@ -87,7 +86,7 @@ def summary_line(task: TaskSummary) -> str:
         f"{plural(task.steps_completed, 'step')} done",
         f"{task.steps_upcoming:,} upcoming",
         plural(task.usage.total_tokens, "token"),
-        cost_text(task.usage),
+        usage_cost_text(task.usage),
         f"updated {task.updated_at:%Y-%m-%d %H:%M} UTC",
         f"id {short_id(task.task_id)}",
     ]

@@ -35,7 +35,7 @@ from components.messages import plural
 from components.step_card import render_step_card
 from components.step_editor import preview_messages, render_upcoming_step
 from components.task_form import agent_label, model_label, render_create_form
-from components.task_list import cost_text
+from components.task_list import usage_cost_text
 from components.user_code_view import render_code_error
 from components.workspace_view import render_workspace
 
@@ -118,7 +118,7 @@ def _header(task_state: TaskState) -> None:
         f"{plural(len(task_state.completed), 'step')} done",
         f"{len(task_state.queue):,} upcoming",
         plural(usage.total_tokens, "token"),
-        cost_text(usage),
+        usage_cost_text(usage),
     ]
     st.caption(" · ".join(part for part in parts if part))
     spec = runtime.spec_of(task.task_id)
@@ -435,7 +435,7 @@ def _all_steps(runner: ParallelAgentRunner, task_state: TaskState) -> None:
             "What it did": labels[o.task_step.step_id].get("label", ""),
             "Status": o.task_step.status.value,
             "Tokens": o.usage.total_tokens,
-            "Cost": cost_text(o.usage),
+            "Cost": usage_cost_text(o.usage),
             "Latency (ms)": round(o.latency_ms),
         }
         for o in outputs

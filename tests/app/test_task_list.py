@@ -1,0 +1,15 @@
+"""The task list's numbers: one `cost_text` for the whole app, and a task's usage through it."""
+
+from __future__ import annotations
+
+from agent_core.llms.base import Usage
+from components import messages, task_list
+from components.task_list import usage_cost_text
+
+
+def test_a_tasks_cost_is_written_by_the_apps_one_cost_text() -> None:
+    assert not hasattr(task_list, "cost_text") or task_list.cost_text is messages.cost_text
+    assert usage_cost_text(Usage()) == ""  # No model ran: nothing to say.
+    assert usage_cost_text(Usage(prompt_tokens=10, completion_tokens=5)) == "cost unknown"
+    priced = Usage(prompt_tokens=10, completion_tokens=5, cost_usd=0.00123)
+    assert usage_cost_text(priced) == messages.cost_text(0.00123) == "$0.0012"
