@@ -3,18 +3,24 @@
 Kept apart from `runner.py` so the runner stays about stepping: this module maps LlamaIndex's
 argument order and conveniences (`chat_history`, `stream_chat`, `query`, ...) onto the
 runner's own API, and adds nothing the runner would not do itself.
+
+It is a leaf of the runtime: it imports neither the runner (it sees it as `_Runner`, the
+methods it calls) nor anything above the runtime. `AgentRunner.from_llm` builds LlamaIndex's
+`ReActAgent`, which lives above, in `agent_core.compat.llamaindex`; that package hands its
+builder in with `provide_from_llm` when it is imported (`import agent_core` does).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Protocol, cast
 
 from agent_core.errors import StepNotFoundError, UserError
-from agent_core.events import StepCompletedEvent
+from agent_core.events import StepCompletedEvent, StepEvent
 from agent_core.llms.base import LLM, ChatMessage
+from agent_core.memory import ChatMemoryBuffer
 from agent_core.runtime.streaming_response import StreamingAgentChatResponse
-from agent_core.store.base import MemoryWrite
+from agent_core.store.base import MemoryWrite, Store
 from agent_core.tools.base import BaseTool
 from agent_core.types import (
     AgentChatResponse,
@@ -27,13 +33,70 @@ from agent_core.types import (
     short_id,
 )
 
-if TYPE_CHECKING:
-    from agent_core.runtime.runner import AgentRunner
-
-__all__ = ["LlamaIndexRunnerAPI", "extra_sources", "resolve_step"]
+__all__ = [
+    "LlamaIndexRunnerAPI",
+    "build_from_llm",
+    "extra_sources",
+    "provide_from_llm",
+    "resolve_step",
+]
 
 # LlamaIndex's chat keywords that are about the call, not the task.
 _CHAT_ONLY = ("chat_history", "tool_choice", "mode")
+
+FromLLM = Callable[..., Any]
+"""`(tools, llm=..., **kwargs) -> AgentRunner`: what `AgentRunner.from_llm` returns."""
+
+_from_llm: FromLLM | None = None
+
+
+def provide_from_llm(build: FromLLM) -> None:
+    """Make `build` what `AgentRunner.from_llm` calls (`agent_core.compat.llamaindex` does)."""
+    global _from_llm
+    _from_llm = build
+
+
+def build_from_llm(tools: Sequence[BaseTool] | None, llm: LLM | None, **kwargs: Any) -> Any:
+    """LlamaIndex's `AgentRunner.from_llm`: a `ReActAgent` over `llm`, from its provider.
+
+    Raises:
+        UserError: Nothing provided it, so `agent_core.compat.llamaindex` was never imported.
+    """
+    if _from_llm is None:
+        raise UserError(
+            "AgentRunner.from_llm builds a ReActAgent, which agent_core.compat.llamaindex "
+            "provides: import agent_core (or that package) first, or call "
+            "ReActAgent.from_tools(tools, llm=...) yourself"
+        )
+    return _from_llm(tools, llm=llm, **kwargs)
+
+
+class _Runner(Protocol):
+    """What this module calls on the runner it is mixed into (`AgentRunner`)."""
+
+    memory: ChatMemoryBuffer
+    conversation_id: str | None
+    store: Store
+
+    def create_task(self, input: str, **kwargs: Any) -> Task: ...
+
+    def astream_step(
+        self,
+        task_id: str,
+        input: StepInput = None,
+        step: TaskStep | str | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[StepEvent]: ...
+
+    def finalize_response(
+        self, task_id: str, step_output: TaskStepOutput | None = None, **kwargs: Any
+    ) -> AgentChatResponse: ...
+
+    def get_completed_steps(self, task_id: str) -> list[TaskStepOutput]: ...
+
+    def chat(self, message: str, **kwargs: Any) -> AgentChatResponse: ...
+
+    def achat(self, message: str, **kwargs: Any) -> Awaitable[AgentChatResponse]: ...
 
 
 def resolve_step(
@@ -72,7 +135,7 @@ def extra_sources(task: Task) -> list[ToolOutput]:
     return [ToolOutput.model_validate(s) for s in kept if isinstance(s, ToolOutput | dict)]
 
 
-def use_chat_history(runner: AgentRunner, kwargs: dict[str, Any]) -> None:
+def use_chat_history(runner: _Runner, kwargs: dict[str, Any]) -> None:
     """Apply LlamaIndex's per-call `chat_history=`, which replaces the conversation.
 
     The call's other LlamaIndex-only keywords (`tool_choice`, `mode`) are dropped.
@@ -84,7 +147,7 @@ def use_chat_history(runner: AgentRunner, kwargs: dict[str, Any]) -> None:
         replace_history(runner, history)
 
 
-def replace_history(runner: AgentRunner, history: Sequence[ChatMessage]) -> None:
+def replace_history(runner: _Runner, history: Sequence[ChatMessage]) -> None:
     """Make `history` the runner's conversation, in memory and in its store."""
     runner.memory.set(list(history))
     if runner.conversation_id is not None:
@@ -92,7 +155,7 @@ def replace_history(runner: AgentRunner, history: Sequence[ChatMessage]) -> None
         runner.store.write_conversation(runner.conversation_id, write)
 
 
-async def _answer_chunks(runner: AgentRunner, task_id: str) -> AsyncIterator[str]:
+async def _answer_chunks(runner: _Runner, task_id: str) -> AsyncIterator[str]:
     """Run the task's steps; yield its answer when the last one completes."""
     while True:
         output: TaskStepOutput | None = None
@@ -105,22 +168,13 @@ async def _answer_chunks(runner: AgentRunner, task_id: str) -> AsyncIterator[str
             return
 
 
-def _runner(api: LlamaIndexRunnerAPI) -> AgentRunner:
+def _runner(api: LlamaIndexRunnerAPI) -> _Runner:
     # The mixin is only ever a base of AgentRunner.
-    return cast("AgentRunner", api)
+    return cast(_Runner, api)
 
 
 class LlamaIndexRunnerAPI:
     """LlamaIndex's `AgentRunner` conveniences, on top of the runner's own methods."""
-
-    @classmethod
-    def from_llm(
-        cls, tools: Sequence[BaseTool] | None = None, llm: LLM | None = None, **kwargs: Any
-    ) -> AgentRunner:
-        """A ReAct agent over `llm` (any model can follow ReAct; see `FunctionCallingAgent`)."""
-        from agent_core.compat.llamaindex.agents import ReActAgent
-
-        return ReActAgent.from_tools(tools, llm=llm, **kwargs)
 
     @property
     def chat_history(self) -> list[ChatMessage]:
@@ -162,9 +216,7 @@ class LlamaIndexRunnerAPI:
         return _stream(_runner(self), message, kwargs)
 
 
-def _stream(
-    runner: AgentRunner, message: str, kwargs: dict[str, Any]
-) -> StreamingAgentChatResponse:
+def _stream(runner: _Runner, message: str, kwargs: dict[str, Any]) -> StreamingAgentChatResponse:
     use_chat_history(runner, kwargs)
     task = runner.create_task(message, **kwargs)
     return StreamingAgentChatResponse(

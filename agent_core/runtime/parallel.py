@@ -10,11 +10,11 @@ import asyncio
 from typing import Any
 
 from agent_core.errors import StepError, UserError
+from agent_core.runtime.contracts import AgentWorker
 from agent_core.runtime.loop import run_sync, runs_on_runtime
 from agent_core.runtime.queue import is_claimable, nothing_to_run
 from agent_core.runtime.runner import AgentRunner
 from agent_core.types import TaskStepOutput
-from agent_core.workers.base import BaseAgentWorker
 
 __all__ = ["DEFAULT_MAX_CONCURRENCY", "ParallelAgentRunner"]
 
@@ -32,7 +32,7 @@ class ParallelAgentRunner(AgentRunner):
 
     def __init__(
         self,
-        agent_worker: BaseAgentWorker,
+        agent_worker: AgentWorker,
         *,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         **kwargs: Any,

@@ -15,7 +15,7 @@ import concurrent.futures
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from agent_core._nesting import MAX_NESTING, too_deep
@@ -40,8 +40,10 @@ from agent_core.memory import DEFAULT_TOKEN_LIMIT, ChatMemoryBuffer
 from agent_core.runtime import undo
 from agent_core.runtime.breakpoints import Breakpoint, RunUntilResult, tool_hold
 from agent_core.runtime.claims import claim_is_stale, new_claim_owner
+from agent_core.runtime.contracts import AgentWorker, new_messages
 from agent_core.runtime.llamaindex_api import (
     LlamaIndexRunnerAPI,
+    build_from_llm,
     extra_sources,
     replace_history,
     resolve_step,
@@ -57,6 +59,7 @@ from agent_core.store.base import MemoryWrite, Store, TaskChange, TaskSummary
 from agent_core.store.memory import InMemoryStore
 from agent_core.task_files import delete_workspace
 from agent_core.telemetry import hooks as telemetry_hooks
+from agent_core.tools.base import BaseTool
 from agent_core.types import (
     AgentChatResponse,
     AgentState,
@@ -73,7 +76,6 @@ from agent_core.types import (
     short_id,
     utcnow,
 )
-from agent_core.workers.base import BaseAgentWorker
 
 __all__ = ["DEFAULT_MAX_INPUT_CHARS", "AgentRunner"]
 
@@ -111,7 +113,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
 
     def __init__(
         self,
-        agent_worker: BaseAgentWorker,
+        agent_worker: AgentWorker,
         *,
         store: Store | None = None,
         memory: ChatMemoryBuffer | None = None,
@@ -146,6 +148,17 @@ class AgentRunner(LlamaIndexRunnerAPI):
         self.verbose, self.callback_manager = verbose, callback_manager
         if chat_history is not None:
             replace_history(self, chat_history)
+
+    @classmethod
+    def from_llm(
+        cls, tools: Sequence[BaseTool] | None = None, llm: LLM | None = None, **kwargs: Any
+    ) -> AgentRunner:
+        """LlamaIndex's: a `ReActAgent` over `llm` (any model can follow ReAct).
+
+        `ReActAgent` lives in `agent_core.compat.llamaindex`, above the runtime, which hands
+        its builder in (`llamaindex_api.provide_from_llm`): the runner never imports it.
+        """
+        return build_from_llm(tools, llm, **kwargs)
 
     # ----------------------------------------------------------------- state and storage
 
@@ -900,7 +913,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
     def _merge_into_conversation(self, state: TaskState, **kwargs: Any) -> None:
         messages = self.agent_worker.finalize_task(state.task, **kwargs)
         if messages is None:  # LlamaIndex's contract: the worker merged nothing itself.
-            messages = BaseAgentWorker.finalize_task(self.agent_worker, state.task)
+            messages = new_messages(state.task)
         if self.conversation_id is not None:
             keep = len(self.memory)
             self.store.write_conversation(self.conversation_id, MemoryWrite(keep, list(messages)))

@@ -5,7 +5,8 @@ keeps a step's logic in its graph nodes apart from `Agent`. The worker computes 
 the task (staged memory, a copy of its state); only `_complete` touches the live task, in one
 `TaskChange` under the task's lock, so a failed step never changes it.
 
-It uses the runner's protected API only: `_lock`, `_commit`, `_task_state`, `_owner`.
+It uses the runner's protected API only: `_lock`, `_commit`, `_task_state`, `_owner` (the
+`StepHost` protocol), so it never imports the runner that imports it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import asyncio
 import copy
 import json
 import time
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from agent_core.effects import revert_effects, step_context
 from agent_core.errors import (
@@ -25,6 +26,7 @@ from agent_core.errors import (
     StepError,
 )
 from agent_core.runtime.claims import CLAIM_PERSIST_DELAY_S, IN_FLIGHT
+from agent_core.runtime.contracts import StepHost
 from agent_core.runtime.queue import (
     adopt_next_steps,
     check_active,
@@ -51,9 +53,6 @@ from agent_core.types import (
     utcnow,
 )
 
-if TYPE_CHECKING:
-    from agent_core.runtime.runner import AgentRunner
-
 __all__ = ["claim", "run_claimed"]
 
 _FAIL_COMMIT_TRIES = 3
@@ -63,7 +62,7 @@ _STEP_FAILED_HINT = (
 
 
 def claim(
-    runner: AgentRunner,
+    runner: StepHost,
     state: TaskState,
     step_id: str | None,
     input: StepInput,
@@ -87,7 +86,7 @@ def claim(
 
 @telemetry_hooks.traced_step
 async def run_claimed(
-    runner: AgentRunner, state: TaskState, step: TaskStep, kwargs: dict[str, Any], run: StepRun
+    runner: StepHost, state: TaskState, step: TaskStep, kwargs: dict[str, Any], run: StepRun
 ) -> TaskStepOutput:
     """Run a claimed step's worker and commit its output, or record why it did not complete.
 
@@ -100,7 +99,7 @@ async def run_claimed(
 class _Transaction:
     """The claimed `step` of `state`, from its worker call to its commit."""
 
-    def __init__(self, runner: AgentRunner, state: TaskState, step: TaskStep) -> None:
+    def __init__(self, runner: StepHost, state: TaskState, step: TaskStep) -> None:
         self.runner, self.state, self.step = runner, state, step
 
     async def run(self, kwargs: dict[str, Any], run: StepRun) -> TaskStepOutput:

@@ -1,6 +1,13 @@
 """Workers: the step logic of an agent (ReAct, function calling, planner, custom)."""
 
-from agent_core.workers._plan import Plan, PlanError, PlanItem, parse_plan
+from agent_core.workers._plan import (
+    Plan,
+    PlanError,
+    PlanItem,
+    extract_plan_json,
+    parse_plan,
+    validate_plan,
+)
 from agent_core.workers.base import BaseAgentWorker
 from agent_core.workers.custom import CustomSimpleAgentWorker
 from agent_core.workers.fn import FnAgentWorker
@@ -28,5 +35,7 @@ __all__ = [
     "ReActChatFormatter",
     "ReActOutputParser",
     "SubAgent",
+    "extract_plan_json",
     "parse_plan",
+    "validate_plan",
 ]

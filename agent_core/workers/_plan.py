@@ -33,6 +33,7 @@ __all__ = [
     "PlanError",
     "PlanItem",
     "check_plan",
+    "extract_plan_json",
     "parse_plan",
     "topological_order",
     "validate_plan",
@@ -132,7 +133,7 @@ def parse_plan(text: str, *, agents: Collection[str]) -> Plan:
     """
     if not isinstance(text, str):
         raise PlanError.from_problems([f"expected text, got {type(text).__name__}"], repr(text))
-    data, problem = _extract_json(text)
+    data, problem = extract_plan_json(text)
     if problem is not None:
         raise PlanError.from_problems([problem], text)
     return validate_plan(data, agents=agents, raw_text=text)
@@ -212,7 +213,7 @@ def topological_order(plan: Plan) -> list[PlanItem]:
     return order
 
 
-def _extract_json(text: str) -> tuple[Any, str | None]:
+def extract_plan_json(text: str) -> tuple[Any, str | None]:
     """(the plan JSON in `text`, None), or (None, what went wrong)."""
     stripped = text.strip()
     if not stripped:

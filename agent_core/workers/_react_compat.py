@@ -7,14 +7,11 @@ answer. Without one, Stepwise fails the step (typed, retryable), as it always ha
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent_core.errors import StepError
 from agent_core.llms.base import ChatMessage
 from agent_core.types import Task, TaskStep, TaskStepOutput
-
-if TYPE_CHECKING:
-    from agent_core.workers.react import ReActAgentWorker
 
 __all__ = ["FailureHandler", "failure_answer", "iterations_used"]
 
@@ -27,15 +24,16 @@ def iterations_used(task: Task) -> int:
     return int(task.extra_state.get("iterations", 0))
 
 
-def failure_answer(worker: ReActAgentWorker, step: TaskStep, task: Task) -> TaskStepOutput:
-    """The last step of a task that reached `max_iterations`: the handler's answer."""
+def failure_answer(
+    handler: FailureHandler, max_iterations: int, step: TaskStep, task: Task
+) -> TaskStepOutput:
+    """The last step of a task that reached `max_iterations`: the `handler`'s answer."""
     error = StepError(
-        f"the agent reached max_iterations={worker.max_iterations}",
+        f"the agent reached max_iterations={max_iterations}",
         code="max_iterations",
-        params={"limit": worker.max_iterations},
+        params={"limit": max_iterations},
     )
-    assert worker.handle_reasoning_failure_fn is not None
-    result = worker.handle_reasoning_failure_fn(None, error)
+    result = handler(None, error)
     answer = str(getattr(result, "content", result))
     # Written as a ReAct answer, so that finalize puts it into the conversation like any.
     task.memory.put(ChatMessage(role="assistant", content=f"Answer: {answer}"))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_core.events import StepCompletedEvent, StepEvent
 from agent_core.llms.base import ChatMessage
+from agent_core.runtime.contracts import new_messages
 from agent_core.runtime.loop import iterate_sync, run_sync
 from agent_core.runtime.streaming import Finished, relay_events
 from agent_core.types import Task, TaskStep, TaskStepOutput
@@ -25,7 +26,10 @@ __all__ = ["BaseAgentWorker"]
 
 
 class BaseAgentWorker(ABC):
-    """Base of every worker; subclasses implement `initialize_step` and `arun_step`."""
+    """Base of every worker; subclasses implement `initialize_step` and `arun_step`.
+
+    It is an `agent_core.runtime.contracts.AgentWorker`, all the runner asks of a worker.
+    """
 
     @abstractmethod
     def initialize_step(self, task: Task, **kwargs: Any) -> TaskStep:
@@ -61,7 +65,7 @@ class BaseAgentWorker(ABC):
         LlamaIndex's `finalize_task` merged memory itself; here the runner does the merge, so
         that storage and undo stay in one place. The default keeps every new message.
         """
-        return task.memory.get_all()[task.history_length :]
+        return new_messages(task)
 
     def preview_messages(self, task: Task) -> list[ChatMessage]:
         """The messages the model would be sent if the next step ran now."""

@@ -150,8 +150,9 @@ class ReActAgentWorker(ToolCallingWorker):
     async def _run_reasoning_step(
         self, step: TaskStep, task: Task, emit: EventSink | None, kwargs: dict[str, Any]
     ) -> TaskStepOutput:
-        if self.handle_reasoning_failure_fn and iterations_used(task) >= self.max_iterations:
-            return failure_answer(self, step, task)
+        give_up = self.handle_reasoning_failure_fn
+        if give_up and iterations_used(task) >= self.max_iterations:
+            return failure_answer(give_up, self.max_iterations, step, task)
         self._start_reasoning(step, task)
         response = await self._chat(self.preview_messages(task), step, emit)
         task.memory.put(ChatMessage(role="assistant", content=response.text))

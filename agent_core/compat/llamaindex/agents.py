@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from agent_core.llms.base import LLM
+from agent_core.runtime.llamaindex_api import provide_from_llm
 from agent_core.runtime.runner import AgentRunner
 from agent_core.tools.base import BaseTool
 from agent_core.workers.base import BaseAgentWorker
@@ -73,3 +74,8 @@ class FunctionCallingAgent(_ToolAgent):
             "allow_parallel_tool_calls",
         }
     )
+
+
+# `AgentRunner.from_llm` is LlamaIndex's spelling for a ReAct agent; the runtime below cannot
+# import this class, so it is handed in here.
+provide_from_llm(ReActAgent.from_tools)

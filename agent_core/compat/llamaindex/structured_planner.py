@@ -23,7 +23,7 @@ from agent_core.runtime.loop import run_sync, runs_on_runtime
 from agent_core.runtime.runner import AgentRunner
 from agent_core.tools.base import BaseTool
 from agent_core.types import AgentChatResponse, AgentState, new_id
-from agent_core.workers._plan import PlanError, _extract_json, validate_plan
+from agent_core.workers import PlanError, extract_plan_json, validate_plan
 from agent_core.workers.base import BaseAgentWorker
 
 __all__ = ["Plan", "PlannerAgentState", "StructuredPlannerAgent", "SubTask"]
@@ -102,7 +102,7 @@ def parse_sub_task_plan(text: str) -> Plan:
     Raises:
         PlanError: No valid plan (the message lists every problem, with the raw text).
     """
-    data, problem = _extract_json(text)
+    data, problem = extract_plan_json(text)
     if problem is not None:
         raise PlanError.from_problems([problem], text)
     expected: dict[str, str] = {}
