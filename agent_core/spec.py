@@ -7,12 +7,17 @@ A spec can name the user's own agent (`agent`) and tools modules (in `tools`), r
 `stepwise ui --agent/--tools` or `[tool.stepwise]` (see `agent_core.user_code.registry`). The spec
 records where each was loaded from (`agent_target`, `tool_modules`), so a task is rebuilt from
 its record even where the name is no longer registered.
+
+This is the composition root, and it reads no global: the registry that knows the user's names
+is passed in, to validation (`AgentSpec.from_registry(registry, ...)`, or pydantic's
+`context={"registry": registry}`) and to `build_runner(registry=...)`. The faces pass
+`agent_core.user_code.default_registry()`, the working folder's.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -23,15 +28,26 @@ from agent_core.llms.pricing import PriceTable
 from agent_core.runtime.parallel import DEFAULT_MAX_CONCURRENCY, ParallelAgentRunner
 from agent_core.store.base import Store
 from agent_core.tools.base import BaseTool
+from agent_core.tools.names import BUILTIN_TOOLS, ToolName
 from agent_core.tools.workspace import Workspace
-from agent_core.user_code.registry import UserCodeRegistry, check_entry, default_registry
+from agent_core.user_code.registry import UserCodeRegistry, check_entry
 from agent_core.workers.base import BaseAgentWorker
 
-__all__ = ["DEFAULT_MODELS", "AgentSpec", "ProviderName", "ToolName", "WorkerKind"]
+__all__ = [
+    "DEFAULT_MODELS",
+    "REGISTRY_CONTEXT",
+    "AgentSpec",
+    "ProviderName",
+    "ToolName",
+    "WorkerKind",
+]
 
 WorkerKind = Literal["react", "multimodal_react", "function_calling", "planner"]
-ToolName = Literal["arithmetic", "calculator", "files", "python", "image"]
 SubAgentName = Literal["code", "file", "image"]
+
+REGISTRY_CONTEXT = "registry"
+"""The key of the `UserCodeRegistry` in a validation context: `AgentSpec.model_validate(data,
+context={REGISTRY_CONTEXT: registry})` looks the user's agent and tools names up in it."""
 
 WORKSPACES_ENV = "STEPWISE_WORKSPACES"
 """Overrides the default folder of task workspaces (tests and deployments set it)."""
@@ -86,13 +102,11 @@ class AgentSpec(BaseModel):
             if target is not None:
                 raise ValueError("agent_target needs agent: the name of the agent it builds")
             return None
+        registry = _registry_of(info)
+        if target is None and registry is not None:
+            target = registry.agent_target(agent)
         if target is None:
-            target = default_registry().agent_target(agent)
-        if target is None:
-            raise ValueError(
-                f"no agent named {agent!r} is registered: start the app with `stepwise ui "
-                f"--agent {agent}=file.py:attr` or add it under [tool.stepwise] agents"
-            )
+            raise ValueError(_unknown_agent(agent, looked_up=registry is not None))
         try:
             check_entry(agent, target, kind="agent")
         except UserError as exc:  # Not a ValueError: pydantic would not report it as invalid.
@@ -105,20 +119,27 @@ class AgentSpec(BaseModel):
         tools = info.data.get("tools")
         if tools is None:  # `tools` itself failed validation; that error is reported.
             return modules
-        builtin = get_args(ToolName)
+        registry = _registry_of(info)
         recorded: dict[str, str] = {}
         for name in dict.fromkeys(tools):
-            if name in builtin:
+            if name in BUILTIN_TOOLS:
                 continue
-            module = modules.get(name) or default_registry().tools_module(name)
+            module = modules.get(name)
+            if module is None and registry is not None:
+                module = registry.tools_module(name)
             if module is None:
-                raise ValueError(
-                    f"unknown tool {name!r}: the built-in tools are {', '.join(builtin)}; register "
-                    f"your own with `stepwise ui --tools {name}=MODULE` or under [tool.stepwise] "
-                    "tools"
-                )
+                raise ValueError(_unknown_tool(name, looked_up=registry is not None))
             recorded[name] = module
         return recorded
+
+    @classmethod
+    def from_registry(cls, registry: UserCodeRegistry, /, **fields: Any) -> AgentSpec:
+        """A spec whose user agent and tools modules, by name, are looked up in `registry`.
+
+        Raises:
+            pydantic.ValidationError: A field is invalid, or a name is not registered there.
+        """
+        return cls.model_validate(fields, context={REGISTRY_CONTEXT: registry})
 
     @property
     def uses_user_code(self) -> bool:
@@ -169,7 +190,7 @@ class AgentSpec(BaseModel):
             if name in builders:
                 tools.extend(builders[name]())
             else:
-                user_code = registry or default_registry()
+                user_code = self._needs(registry, what=f"tools module {name!r}")
                 tools.extend(user_code.tools_for(name, module=self.tool_modules.get(name)))
         return tools
 
@@ -185,8 +206,9 @@ class AgentSpec(BaseModel):
         Args:
             api_key: The provider's key (else the environment's).
             prices: Price overrides for the model.
-            registry: Where the user's agents and tools come from (default: the process's,
-                `agent_core.user_code.registry.default_registry()`).
+            registry: Where the user's agent and tools modules are imported from; needed
+                when the spec names any (`uses_user_code`). The faces pass
+                `agent_core.user_code.default_registry()`.
 
         Raises:
             UserCodeError: The user's agent or tools failed to import or build.
@@ -194,7 +216,7 @@ class AgentSpec(BaseModel):
         """
         llm = self.build_llm(api_key=api_key, prices=prices)
         if self.agent is not None:
-            user_code = registry or default_registry()
+            user_code = self._needs(registry, what=f"agent {self.agent!r}")
             return user_code.build_agent(self.agent, llm=llm, target=self.agent_target)
         if self.worker == "planner":
             from agent_core.workers.planner import PlannerAgentWorker
@@ -242,3 +264,47 @@ class AgentSpec(BaseModel):
             conversation_id=f"spec:{self.name}" if PROVIDERS[self.provider].takes_model else None,
             spec=self.model_dump(mode="json"),
         )
+
+    def _needs(self, registry: UserCodeRegistry | None, *, what: str) -> UserCodeRegistry:
+        """`registry`, which building the user's `what` needs."""
+        if registry is None:
+            raise UserError(
+                f"agent spec {self.name!r} runs your own code ({what}): pass registry=, the "
+                "UserCodeRegistry that imports it (agent_core.user_code.default_registry() "
+                "reads the working folder's [tool.stepwise] and the stepwise command's flags)"
+            )
+        return registry
+
+
+def _registry_of(info: ValidationInfo) -> UserCodeRegistry | None:
+    """The registry validation was given (`context={REGISTRY_CONTEXT: ...}`), if any."""
+    context = info.context if isinstance(info.context, dict) else {}
+    registry = context.get(REGISTRY_CONTEXT)
+    return registry if isinstance(registry, UserCodeRegistry) else None
+
+
+def _unknown_agent(agent: str, *, looked_up: bool) -> str:
+    if looked_up:
+        return (
+            f"no agent named {agent!r} is registered: start the app with `stepwise ui "
+            f"--agent {agent}=file.py:attr` or add it under [tool.stepwise] agents"
+        )
+    return (
+        f"no agent named {agent!r} is known to this spec: give its agent_target, or build the "
+        f"spec from the registry that registers it (AgentSpec.from_registry(registry, "
+        f"agent={agent!r}, ...))"
+    )
+
+
+def _unknown_tool(name: str, *, looked_up: bool) -> str:
+    builtin = ", ".join(BUILTIN_TOOLS)
+    if looked_up:
+        return (
+            f"unknown tool {name!r}: the built-in tools are {builtin}; register your own with "
+            f"`stepwise ui --tools {name}=MODULE` or under [tool.stepwise] tools"
+        )
+    return (
+        f"unknown tool {name!r}: the built-in tools are {builtin}; for a tools module of yours "
+        f"give its module in tool_modules, or build the spec from the registry that registers "
+        f"it (AgentSpec.from_registry(registry, tools=(..., {name!r})))"
+    )

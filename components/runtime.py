@@ -46,7 +46,12 @@ def _runner(
         name: ModelPrice(input_per_mtok=pair[0], output_per_mtok=pair[1])
         for name, pair in json.loads(prices_json).items()
     }
-    return spec.build_runner(store=shared_store(), api_key=_api_key, prices=PriceTable(overrides))
+    return spec.build_runner(
+        store=shared_store(),
+        api_key=_api_key,
+        prices=PriceTable(overrides),
+        registry=user_code.default_registry(),
+    )
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

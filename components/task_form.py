@@ -223,7 +223,7 @@ def _pick_agent(default: AgentSpec, registry: UserCodeRegistry) -> AgentSpec:
         st.caption("Your agent gets the model chosen here and brings its own tools.")
         update["tools"] = ()
     try:
-        return AgentSpec.model_validate({**default.model_dump(), **update})
+        return AgentSpec.from_registry(registry, **{**default.model_dump(), **update})
     except ValidationError as exc:  # The registry changed under us (a reload elsewhere).
         reason = "; ".join(error["msg"] for error in exc.errors(include_url=False))
         show_message("warning", reason, headline="That agent is not available any more:")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agent_core.errors import UserCodeError, UserError
+from agent_core.tools.names import BUILTIN_TOOLS
 
 AGENTS_ENV = "STEPWISE_AGENTS"
 """JSON object `{"name": "target"}` of the agents given on the command line."""
@@ -40,14 +41,6 @@ def is_file_ref(module: str) -> bool:
     return module.endswith(".py") or "/" in module or "\\" in module
 
 
-def _reserved_tool_names() -> frozenset[str]:
-    from typing import get_args
-
-    from agent_core.spec import ToolName  # Lazy: spec imports the registry.
-
-    return frozenset(get_args(ToolName))
-
-
 def check_entry(name: str, value: str, *, kind: EntryKind) -> None:
     """Raise `UserError` unless `name` and `value` make a well-formed entry of `kind`.
 
@@ -61,7 +54,7 @@ def check_entry(name: str, value: str, *, kind: EntryKind) -> None:
             f"starting with a letter or digit ({_FLAGS[kind]})"
         )
     if kind == "tools":
-        if name in _reserved_tool_names():
+        if name in BUILTIN_TOOLS:
             raise UserError(
                 f"tools name {name!r} is a built-in tool's name: give your tools module another "
                 f"name, e.g. {_EXAMPLES['tools']}"

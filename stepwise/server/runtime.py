@@ -56,7 +56,7 @@ class ServerRuntime:
         with self._guard:
             runner = self._runners.get(key)
             if runner is None:
-                runner = spec.build_runner(store=self.store)
+                runner = spec.build_runner(store=self.store, registry=user_code.default_registry())
                 self._runners[key] = runner
             return runner
 
@@ -91,7 +91,7 @@ class ServerRuntime:
         fields = {**self.settings.default_agent.model_dump(), "agent": agent}
         fields.pop("agent_target")  # Filled in from the registry.
         try:
-            return AgentSpec.model_validate(fields)
+            return AgentSpec.from_registry(user_code.default_registry(), **fields)
         except ValueError as exc:
             names = [entry.name for entry in user_code.default_registry().agents()]
             raise UserError(

@@ -14,7 +14,7 @@ import pytest
 from agent_core.demos import DEMO_MODEL_NAME
 from agent_core.errors import AgentCoreError, UserCodeError, UserError
 from agent_core.llms import ScriptedLLM
-from agent_core.spec import AgentSpec
+from agent_core.spec import REGISTRY_CONTEXT, AgentSpec
 from agent_core.store import SQLiteStore
 from agent_core.tools.base import FunctionTool
 from agent_core.user_code.imports import forget_user_modules
@@ -396,9 +396,11 @@ def test_a_spec_records_the_agents_target_and_rebuilds_after_the_registry_forgot
     write(tmp_path / "project", {"echo.py": ECHO})
     monkeypatch.chdir(tmp_path / "project")
     monkeypatch.setenv(AGENTS_ENV, json.dumps({"echo": "echo.py:build"}))
-    spec = AgentSpec(agent="echo", tools=(), workspace=str(tmp_path / "ws"))
+    spec = AgentSpec.from_registry(
+        default_registry(), agent="echo", tools=(), workspace=str(tmp_path / "ws")
+    )
     assert spec.agent_target == f"{tmp_path / 'project' / 'echo.py'}:build"
-    runner = spec.build_runner(store=SQLiteStore(tmp_path / "s.db"))
+    runner = spec.build_runner(store=SQLiteStore(tmp_path / "s.db"), registry=default_registry())
     task = runner.create_task("world")
 
     # A restart elsewhere, without the flag: the task's record still builds its agent.
@@ -407,10 +409,10 @@ def test_a_spec_records_the_agents_target_and_rebuilds_after_the_registry_forgot
     assert default_registry().agent_target("echo") is None
     recorded = AgentSpec.model_validate(runner.get_task(task.task_id).spec)
     assert recorded == spec
-    again = recorded.build_runner(store=SQLiteStore(tmp_path / "s.db"))
+    again = recorded.build_runner(store=SQLiteStore(tmp_path / "s.db"), registry=default_registry())
     assert again.run_step(task.task_id).output == "hello world"
-    with pytest.raises(pydantic.ValidationError, match="no agent named 'echo'"):
-        AgentSpec(agent="echo")
+    with pytest.raises(pydantic.ValidationError, match="no agent named 'echo' is registered"):
+        AgentSpec.from_registry(default_registry(), agent="echo")
 
 
 def test_a_spec_takes_registered_tools_modules_beside_the_built_in_tools(tmp_path):
@@ -427,7 +429,7 @@ def test_a_spec_takes_registered_tools_modules_beside_the_built_in_tools(tmp_pat
     assert isinstance(worker.tools["shout"], FunctionTool)
     # Unregistered and unrecorded: refused with what to do.
     with pytest.raises(pydantic.ValidationError, match="--tools speech=MODULE"):
-        AgentSpec(tools=("speech",))
+        AgentSpec.from_registry(registry(tmp_path), tools=("speech",))
     assert AgentSpec().tool_modules == {} and not AgentSpec().uses_user_code
 
 
@@ -435,15 +437,42 @@ def test_a_spec_reads_tools_modules_from_the_default_registry(tmp_path, monkeypa
     write(tmp_path, {"speech.py": TOOLS_BY_FUNCTIONS})
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(TOOLS_ENV, json.dumps({"speech": "speech.py"}))
-    spec = AgentSpec(tools=("speech",))
+    spec = AgentSpec.from_registry(default_registry(), tools=("speech",))
     assert spec.tool_modules == {"speech": str(tmp_path / "speech.py")} and spec.uses_user_code
-    assert sorted(spec.build_worker().tools) == ["shout", "whisper"]
+    assert sorted(spec.build_worker(registry=default_registry()).tools) == ["shout", "whisper"]
+
+
+def test_a_spec_reads_no_global_registry_it_is_handed_one(tmp_path, monkeypatch):
+    # The working folder registers both names; a spec not given a registry looks neither up.
+    write(tmp_path, {"echo.py": ECHO, "speech.py": TOOLS_BY_FUNCTIONS})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(AGENTS_ENV, json.dumps({"echo": "echo.py:build"}))
+    monkeypatch.setenv(TOOLS_ENV, json.dumps({"speech": "speech.py"}))
+    assert default_registry().agent_target("echo") is not None
+    with pytest.raises(pydantic.ValidationError, match=r"give its agent_target.*from_registry"):
+        AgentSpec(agent="echo")
+    with pytest.raises(pydantic.ValidationError, match=r"tool_modules.*from_registry"):
+        AgentSpec(tools=("speech",))
+
+    # Another project's registry, passed in, is the one the spec reads.
+    other = tmp_path / "other"
+    write(other, {"echo.py": ECHO.replace('"hello"', '"bonjour"')})
+    reg = registry(other, agents={"echo": "echo.py:build"})
+    spec = AgentSpec.model_validate({"agent": "echo", "tools": ()}, context={REGISTRY_CONTEXT: reg})
+    assert spec.agent_target == f"{other / 'echo.py'}:build"
+    with pytest.raises(UserError, match="pass registry="):
+        spec.build_runner()
+    runner = spec.build_runner(registry=reg)
+    task = runner.create_task("world")
+    assert runner.run_step(task.task_id).output == "bonjour world"
 
 
 def test_the_example_agent_runs_two_steps_on_the_demo_model(tmp_path, monkeypatch):
     monkeypatch.chdir(EXAMPLES)
-    spec = AgentSpec(agent="headline", tools=(), workspace=str(tmp_path / "ws"))
-    runner = spec.build_runner()
+    spec = AgentSpec.from_registry(
+        default_registry(), agent="headline", tools=(), workspace=str(tmp_path / "ws")
+    )
+    runner = spec.build_runner(registry=default_registry())
     task = runner.create_task("Write about llamas visiting the seaside for the very first time")
     first = runner.run_step(task.task_id)
     assert not first.is_last and "stand-in model" in first.output

@@ -234,10 +234,11 @@ def test_an_imported_trace_naming_someones_code_imports_nothing_when_opened(app,
 
 
 def test_a_task_a_script_started_on_the_users_agent_goes_on_in_the_app(app, project, db_path):
-    # The user's own script, on the same database file as the app.
-    spec = AgentSpec(agent="headline")
+    # The user's own script, on the same database file as the app, with the project's registry.
+    code = user_code.default_registry()
+    spec = AgentSpec.from_registry(code, agent="headline")
     script_store = SQLiteStore(db_path)
-    agent = spec.build_runner(store=script_store)
+    agent = spec.build_runner(store=script_store, registry=code)
     task_id = agent.create_task(HEADLINE_TASK).task_id
     agent.run_step(task_id)
     script_store.close()
