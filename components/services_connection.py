@@ -10,7 +10,6 @@ a rerun does not open new connections.
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 
 import httpx
@@ -18,6 +17,7 @@ import streamlit as st
 
 from components import runtime
 from components.services_local import DEMO_NOTE, LocalControlPlane, start_local_control_plane
+from stepwise.http.settings import TOKEN_ENV, api_token
 from stepwise.services import ControlPlaneError, ServicesClient
 
 __all__ = [
@@ -30,7 +30,6 @@ __all__ = [
     "render_connection",
 ]
 
-TOKEN_ENV = "STEPWISE_API_TOKEN"
 LOCAL = "Local demo (in this app)"
 URL = "A control plane at a URL"
 DEFAULT_URL = "http://127.0.0.1:8100"
@@ -86,7 +85,7 @@ def _remote() -> Connection | None:
     if not url.startswith(("http://", "https://")):
         st.warning("Type the control plane's URL, starting with http:// or https://.")
         return None
-    token = typed or os.environ.get(TOKEN_ENV) or None
+    token = typed or api_token()
     return Connection(client_for(url.rstrip("/"), token), url.rstrip("/"), local=False)
 
 

@@ -29,8 +29,8 @@ def run_server(
     """
     import uvicorn
 
+    from stepwise.http.settings import check_exposure
     from stepwise.server import ServerSettings, create_app
-    from stepwise.server.settings import check_exposure
 
     settings = ServerSettings()
     check_exposure(host, settings.token)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import signal
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from typing import Any
 import httpx
 
 from stepwise.cli.services_config import CONTROL_PLANE_PART, ServicesConfig, load_config
-from stepwise.server.settings import TOKEN_ENV
+from stepwise.http.settings import api_token
 from stepwise.services import ServicesClient, ServicesError
 
 _STOP_WITHIN_S = 10.0
@@ -40,7 +39,7 @@ __all__ = ["print_status", "run_part", "run_services"]
 def run_services(args: argparse.Namespace) -> int:
     """Run `stepwise services ...` from parsed arguments; the exit status."""
     if args.services_command == "status":
-        return print_status(args.url, token=os.environ.get(TOKEN_ENV) or None)
+        return print_status(args.url, token=api_token())
     return run_up(load_config(args.config))
 
 

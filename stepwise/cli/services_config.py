@@ -25,7 +25,6 @@ folder. Errors are `UserError`s that name the key to fix.
 
 from __future__ import annotations
 
-import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +36,7 @@ from agent_core.llms.catalog import infer_model, split_model
 from agent_core.spec import AgentSpec
 from agent_core.store import InMemoryStore, SQLiteStore
 from agent_core.user_code.registry import UserCodeRegistry
+from stepwise.http.settings import api_token
 from stepwise.services import (
     AgentOrchestrator,
     AgentService,
@@ -56,7 +56,6 @@ __all__ = ["CONTROL_PLANE_PART", "ServiceEntry", "ServicesConfig", "load_config"
 
 CONTROL_PLANE_PART = "control_plane"
 """The name of the control plane's process (services are named after themselves)."""
-TOKEN_ENV = "STEPWISE_API_TOKEN"
 _KINDS = ("agent", "human", "tool")
 
 
@@ -106,7 +105,7 @@ class ServicesConfig:
     @property
     def token(self) -> str | None:
         """The control plane's token (`$STEPWISE_API_TOKEN`), if set."""
-        return os.environ.get(TOKEN_ENV) or None
+        return api_token()
 
     def service(self, name: str) -> ServiceEntry:
         """The `[[services]]` entry named `name`."""

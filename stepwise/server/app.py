@@ -8,9 +8,9 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from stepwise.http.errors import install_error_handlers
+from stepwise.http.security import GateMiddleware
 from stepwise.server import agent_protocol, execute, extensions
 from stepwise.server.runtime import ServerRuntime, runtime_of
-from stepwise.server.security import GateMiddleware
 from stepwise.server.settings import ServerSettings
 
 __all__ = ["create_app", "runtime_of"]

@@ -1,8 +1,11 @@
-"""What a `stepwise serve` server runs with: its database, token, limits and default agent."""
+"""What a `stepwise serve` server runs with: its database, token, limits and default agent.
+
+The token's variable and the exposure check are `stepwise.http.settings`', shared with the
+services' control plane; they are re-exported here for the code that imported them from here.
+"""
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +14,7 @@ from typing import Literal
 from agent_core.errors import UserError
 from agent_core.llms.catalog import PROVIDERS, split_model
 from agent_core.spec import AgentSpec
+from stepwise.http.settings import TOKEN_ENV, api_token, check_exposure, is_loopback
 
 __all__ = [
     "DB_ENV",
@@ -25,7 +29,6 @@ __all__ = [
     "is_loopback",
 ]
 
-TOKEN_ENV = "STEPWISE_API_TOKEN"
 MODEL_ENV = "STEPWISE_MODEL"
 DB_ENV = "STEPWISE_DB"
 DEFAULT_HOST = "127.0.0.1"
@@ -74,33 +77,8 @@ class ServerSettings:
     """
 
     db: Path = field(default_factory=lambda: Path(os.environ.get(DB_ENV, "stepwise.db")))
-    token: str | None = field(default_factory=lambda: os.environ.get(TOKEN_ENV) or None)
+    token: str | None = field(default_factory=api_token)
     default_agent: AgentSpec = field(default_factory=AgentSpec)
     default_model: ModelDefault = field(default_factory=_default_model)
     max_body_bytes: int = 1_000_000
     max_messages: int = 1_000
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` is reachable from this machine only."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_exposure(host: str, token: str | None) -> None:
-    """Refuse to listen beyond this machine without a token.
-
-    Raises:
-        UserError: `host` is not a loopback address and no token is set.
-    """
-    if token or is_loopback(host):
-        return
-    raise UserError(
-        f"refusing to listen on {host} without a token: anyone who can reach it could run your"
-        f" agents and read your tasks. Set {TOKEN_ENV} to a long random secret (clients then"
-        " send `Authorization: Bearer <token>`), or listen on 127.0.0.1"
-    )

@@ -8,15 +8,16 @@ on the message queue's home loop, so the API may be served from any loop or thre
 from __future__ import annotations
 
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from stepwise.http.errors import error_body, install_error_handlers
-from stepwise.server.security import GateMiddleware
+from stepwise.http.security import GateMiddleware
 from stepwise.services._home import on_home_loop
+from stepwise.services.control_plane.state import ControlPlaneState
 from stepwise.services.errors import (
     HopNotPendingError,
     HumanRequestNotWaitingError,
@@ -27,6 +28,7 @@ from stepwise.services.errors import (
     UnknownServiceError,
     UnknownTaskError,
 )
+from stepwise.services.message_queues.base import BaseMessageQueue
 from stepwise.services.messages import ServiceDefinition, TaskDefinition, TaskResult
 from stepwise.services.records import (
     HopRecord,
@@ -38,11 +40,9 @@ from stepwise.services.records import (
     TaskStatus,
 )
 
-if TYPE_CHECKING:
-    from stepwise.services.control_plane.server import ControlPlaneServer
-
 __all__ = [
     "AnswerBody",
+    "ControlPlane",
     "CreateTaskBody",
     "DeregisterBody",
     "EditHopBody",
@@ -53,6 +53,61 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+
+class ControlPlane(Protocol):
+    """What the HTTP API calls on the control plane it serves (`ControlPlaneServer` is one).
+
+    A protocol, so that this module does not import the server that builds the API from it.
+    """
+
+    message_queue: BaseMessageQueue
+    state: ControlPlaneState
+    token: str | None
+    max_body_bytes: int
+
+    async def register_service(
+        self, definition: ServiceDefinition, *, kind: ServiceKind = ...
+    ) -> ServiceRecord:
+        """Register (or update) a service."""
+        ...
+
+    async def deregister_service(self, service_name: str) -> None:
+        """Remove a service."""
+        ...
+
+    async def create_task(
+        self, task: TaskDefinition | str, *, step_mode: bool = False
+    ) -> TaskRecord:
+        """Track a new task and queue it."""
+        ...
+
+    def get_task_result(self, task_id: str) -> TaskResult | None:
+        """The task's result; None while it runs."""
+        ...
+
+    async def approve_hop(self, task_id: str, hop_id: str) -> HopRecord:
+        """Send a pending hop as the orchestrator proposed it."""
+        ...
+
+    async def edit_hop(
+        self,
+        task_id: str,
+        hop_id: str,
+        *,
+        service_name: str | None = None,
+        input: str | None = None,
+    ) -> HopRecord:
+        """Send a pending hop changed: to another service, with another input, or both."""
+        ...
+
+    async def reject_hop(self, task_id: str, hop_id: str, reason: str) -> HopRecord:
+        """Refuse a pending hop: the task fails with `reason`."""
+        ...
+
+    async def answer_human_request(self, request_id: str, answer: str) -> HumanRequest:
+        """Answer a request from the inbox."""
+        ...
 
 
 class ServiceRegistration(ServiceDefinition):
@@ -116,7 +171,7 @@ _STATUS_OF: list[tuple[type[ServicesError], int]] = [
 """A services error's HTTP status, by type; its `code` is its own (400 for the rest)."""
 
 
-def create_control_plane_app(control_plane: ControlPlaneServer) -> FastAPI:
+def create_control_plane_app(control_plane: ControlPlane) -> FastAPI:
     """The HTTP API over `control_plane`."""
     app = FastAPI(
         title="Stepwise control plane",
@@ -145,13 +200,11 @@ def create_control_plane_app(control_plane: ControlPlaneServer) -> FastAPI:
     return app
 
 
-def _home(
-    control_plane: ControlPlaneServer, coro: Coroutine[Any, Any, T]
-) -> Coroutine[Any, Any, T]:
+def _home(control_plane: ControlPlane, coro: Coroutine[Any, Any, T]) -> Coroutine[Any, Any, T]:
     return on_home_loop(control_plane.message_queue, coro)
 
 
-def _services_router(cp: ControlPlaneServer) -> APIRouter:
+def _services_router(cp: ControlPlane) -> APIRouter:
     router = APIRouter(tags=["services"])
 
     @router.get("/services", summary="The registered services")
@@ -181,7 +234,7 @@ def _services_router(cp: ControlPlaneServer) -> APIRouter:
     return router
 
 
-def _tasks_router(cp: ControlPlaneServer) -> APIRouter:
+def _tasks_router(cp: ControlPlane) -> APIRouter:
     router = APIRouter(tags=["tasks"])
 
     @router.post("/tasks", status_code=201, summary="Create a task (step_mode pauses each hop)")
@@ -244,7 +297,7 @@ def _tasks_router(cp: ControlPlaneServer) -> APIRouter:
     return router
 
 
-def _human_router(cp: ControlPlaneServer) -> APIRouter:
+def _human_router(cp: ControlPlane) -> APIRouter:
     router = APIRouter(tags=["human inbox"])
 
     @router.get("/human/requests", summary="The human inbox, oldest first")

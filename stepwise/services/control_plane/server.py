@@ -23,6 +23,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from agent_core.errors import AgentCoreError
+from stepwise.http.settings import check_exposure
 from stepwise.services._home import remember_home
 from stepwise.services.control_plane.state import ControlPlaneState
 from stepwise.services.errors import TaskFailedError, UnknownHopError, UnknownServiceError
@@ -138,8 +139,6 @@ class ControlPlaneServer:
             UserError: `host` is beyond loopback and no token is set.
         """
         import uvicorn
-
-        from stepwise.server.settings import check_exposure
 
         check_exposure(self.host, self.token)
         consuming = await self.launch_local()
