@@ -50,9 +50,11 @@ bench: $(STAMP) chromium redis
 	$(BIN)/python -m bench.server_speed
 	$(BIN)/python -m bench.services_speed
 
+# ruff, then the layers of DESIGN.md §1 (import-linter's contracts in pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/pyright
