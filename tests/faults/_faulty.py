@@ -98,6 +98,9 @@ class FaultyLLM:
         rng: The seeded source of every decision, so a run can be replayed from its seed.
         rate: The share of calls that get a fault.
         garbage: The garbage replies to draw from; empty means provider errors only.
+        first_fault_by: When set, a run that drew no fault in its first `first_fault_by`
+            calls gets one at that call: a short run would otherwise go by without any, and
+            prove nothing about faults.
     """
 
     def __init__(
@@ -107,17 +110,25 @@ class FaultyLLM:
         *,
         rate: float = 0.25,
         garbage: Sequence[Garbage] = (),
+        first_fault_by: int | None = None,
     ) -> None:
         self.inner = inner
         self.model = inner.model
         self.rng = rng
         self.rate = rate
         self.garbage = tuple(garbage)
+        self.first_fault_by = first_fault_by
         self.enabled = True
+        self.calls = 0
+        """Calls that came through this wrapper: none means the code under test never used it."""
         self.injected: list[Fault] = []
 
     def _roll(self) -> Fault | None:
-        if not self.enabled or self.rng.random() >= self.rate:
+        self.calls += 1
+        if not self.enabled:
+            return None
+        drawn = self.rng.random() < self.rate
+        if not (drawn or (not self.injected and self.calls == self.first_fault_by)):
             return None
         kinds = [*PROVIDER_FAULTS, *(["garbage"] * 2 if self.garbage else [])]
         fault = Fault(self.rng.choice(kinds), f"[fault {len(self.injected) + 1}]")

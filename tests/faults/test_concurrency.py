@@ -28,12 +28,13 @@ from agent_core import (
     Task,
     TaskState,
     TaskStep,
-    _step_transaction,
 )
 from agent_core.errors import ConflictError, NothingToRunError, NotReadyError, StepError
+from agent_core.runtime import transaction
 from agent_core.store import SQLiteStore
 from agent_core.types import TaskStepOutput
 from agent_core.workers import CustomSimpleAgentWorker
+from tests.faults._patches import patch_callable, patch_global
 
 TARGET = 50
 MAX_CLICKS = 600
@@ -235,7 +236,7 @@ def test_a_step_running_in_one_tab_is_not_run_by_the_other(
     stores: list[SQLiteStore], monkeypatch: pytest.MonkeyPatch, claim_stored: bool
 ) -> None:
     # The claim reaches the file after CLAIM_PERSIST_DELAY_S; pin it either side of the race.
-    monkeypatch.setattr(_step_transaction, "CLAIM_PERSIST_DELAY_S", 0.0 if claim_stored else 60.0)
+    patch_global(monkeypatch, transaction, "CLAIM_PERSIST_DELAY_S", 0.0 if claim_stored else 60.0)
     tracker = Tracker()
     seen: list[object] = []
 
@@ -274,16 +275,20 @@ def test_a_failure_is_recorded_even_when_the_other_tab_commits_meanwhile(
     )
     task_id = first.create_task("count to 50").task_id
     commit = stores[0].commit
+    interfered: list[str] = []
 
     def commit_after_the_other_tab(change: Any) -> None:
         if any(step.status is StepStatus.FAILED for step in change.steps):
+            interfered.append(change.state.task_id)
             second.add_feedback(task_id, "and again, while the failure is recorded")
         commit(change)
 
-    monkeypatch.setattr(stores[0], "commit", commit_after_the_other_tab)
+    commits = patch_callable(monkeypatch, stores[0], "commit", commit_after_the_other_tab)
     step_id = first.get_upcoming_steps(task_id)[0].step_id
     with pytest.raises((StepError, ConflictError)):
         first.run_step(task_id)
+    commits.assert_reached()
+    assert interfered, "the other tab never committed while the failure was recorded"
 
     reader = AgentRunner(CountingWorker(Tracker()), store=stores[2])
     step = reader.get_step(task_id, step_id)

@@ -28,6 +28,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -40,7 +41,15 @@ from agent_core.events import StepCompletedEvent, StepFailedEvent
 from agent_core.llms.base import ChatMessage
 from agent_core.store import SQLiteStore
 from agent_core.types import TaskState, TaskStepOutput
-from tests.faults._faulty import FC_GARBAGE, PLAN_GARBAGE, REACT_GARBAGE, Fault, FaultyLLM
+from tests.faults._faulty import (
+    FC_GARBAGE,
+    PLAN_GARBAGE,
+    PROVIDER_FAULTS,
+    REACT_GARBAGE,
+    Fault,
+    FaultyLLM,
+)
+from tests.faults._patches import PatchNotReached, patch_callable
 
 # 200 runs in all. The haiku scenario runs a real Python sandbox for its page, so it gets a
 # smaller share; its runs are longer anyway (plan, two delegates, page, aggregate).
@@ -359,17 +368,34 @@ class FaultRun:
 
 CASES = [(name, seed) for name, count in RUNS.items() for seed in range(count)]
 
+FAULT_KINDS = {*PROVIDER_FAULTS, "garbage"}
+FIRST_FAULT_WITHIN = 3
+"""Every run meets its first fault within this many model calls (short runs may draw none)."""
 
-@pytest.mark.parametrize(("scenario", "seed"), CASES, ids=[f"{n}-{s}" for n, s in CASES])
-def test_seeded_faults_never_corrupt_a_task(
-    scenario: str, seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+
+def play(
+    scenario: str,
+    seed: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    factory: tuple[Any, str] = (demo_module, "demo_llm"),
+) -> FaultyLLM:
+    """One seeded run under faults injected through `factory`; fails if none was injected.
+
+    The spec builds its model (and the planner's sub-agents' model) through `demo_llm`, so
+    that is where the faulty model goes in. Were it built elsewhere, the run would play the
+    plain demo model and prove nothing: the check at the end fails it instead.
+    """
     real = demo_module.demo_llm()
     llm = FaultyLLM(
-        real, random.Random(f"faults:{scenario}:{seed}"), rate=FAULT_RATE, garbage=GARBAGE[scenario]
+        real,
+        random.Random(f"faults:{scenario}:{seed}"),
+        rate=FAULT_RATE,
+        garbage=GARBAGE[scenario],
+        first_fault_by=1 + seed % FIRST_FAULT_WITHIN,
     )
-    # The spec builds its model (and the planner's sub-agents' model) through demo_llm.
-    monkeypatch.setattr(demo_module, "demo_llm", lambda: llm)
+    built = patch_callable(monkeypatch, *factory, lambda: llm)
     run = FaultRun(scenario, seed, tmp_path, llm)
     try:
         while not run.done():
@@ -377,6 +403,37 @@ def test_seeded_faults_never_corrupt_a_task(
         run.finish()
     finally:
         run.close()
+    built.assert_reached()
+    assert llm.calls > 0 and llm.injected, f"no fault injected in {llm.calls} model calls"
+    assert {fault.kind for fault in llm.injected} <= FAULT_KINDS
+    return llm
+
+
+@pytest.mark.parametrize(("scenario", "seed"), CASES, ids=[f"{n}-{s}" for n, s in CASES])
+def test_seeded_faults_never_corrupt_a_task(
+    scenario: str, seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    play(scenario, seed, tmp_path, monkeypatch)
+
+
+def test_the_runs_meet_every_kind_of_fault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kinds: set[str] = set()
+    for seed in range(6):
+        with monkeypatch.context() as patch:
+            (tmp_path / str(seed)).mkdir()
+            llm = play("arithmetic", seed, tmp_path / str(seed), patch)
+        kinds |= {fault.kind for fault in llm.injected}
+    assert kinds == FAULT_KINDS
+
+
+def test_a_run_whose_faults_go_nowhere_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Where `demo_llm` was before a move: nothing calls it there, so nothing is injected.
+    moved_away = ModuleType("agent_core.old_demos")
+    moved_away.demo_llm = demo_module.demo_llm  # type: ignore[attr-defined]
+    with pytest.raises(PatchNotReached, match=r"agent_core\.old_demos\.demo_llm"):
+        play("arithmetic", 0, tmp_path, monkeypatch, factory=(moved_away, "demo_llm"))
 
 
 def test_feedback_after_the_last_step_keeps_it_finalizable(tmp_path: Path) -> None:
