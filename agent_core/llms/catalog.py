@@ -132,6 +132,8 @@ PROVIDERS: Mapping[str, Provider] = MappingProxyType(
         "demo": Provider(
             name="demo",
             label="Demo model",
+            # The demo plays the scenarios of `agent_core.demos`, the top layer: named, never
+            # imported here, and read at each build (the fault tests patch `demos.demo_llm`).
             factory="agent_core.demos:demo_llm",
             note="scripted replies, no key",
             model_label="demo (scripted)",
