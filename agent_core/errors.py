@@ -66,8 +66,8 @@ ERROR_CODES: Mapping[str, str] = {
     "step_not_ready": "the step waits for steps that have not completed (`waiting_on`)",
     "input_too_large": "an input (`what`) is `size` characters, over the `limit`",
     "conflict": "another runner (a tab, a process) holds or changed the task",
-    "step_failed": "a step failed; `cause_code` and `cause_params` say why (the code and "
-    "params of what failed it)",
+    "step_failed": "a step failed; `cause_code`, `cause_params` and `cause_message` say why "
+    "(the code, params and message of what failed it)",
     "tool_error": "a tool call failed (`tool`)",
     "model_error": "a model call failed (`status`, `request_id`, `retry_after`, `timed_out` "
     "when known)",
@@ -150,6 +150,22 @@ class AgentCoreError(Exception):
     def __str__(self) -> str:  # Also keeps KeyError subclasses from quoting the message.
         return f"{self.message}; {self.hint}" if self.hint else self.message
 
+    def to_data(self) -> dict[str, Any]:
+        """The error as JSON, all a face needs to word it without the exception object.
+
+        Returns:
+            `code`, `message`, `hint`, `remedy`, `task_id`, `step_id` and `params` (a copy).
+        """
+        return {
+            "code": self.code,
+            "message": self.message,
+            "hint": self.hint,
+            "remedy": self.remedy,
+            "task_id": self.task_id,
+            "step_id": self.step_id,
+            "params": dict(self.params),
+        }
+
     def _param(self, name: str, value: Any) -> None:
         """Record a fact a subclass takes as a keyword among `params` (unless given there)."""
         if value is not None and value != "":
@@ -221,9 +237,9 @@ class StepError(AgentCoreError):
 
     Attributes:
         cause: What went wrong inside the step (the model's, tool's or worker's error text),
-            without the "step ... failed" framing. The code of what went wrong, and its
-            params, are `params["cause_code"]` and `params["cause_params"]` once the runner
-            has recorded the failure.
+            without the "step ... failed" framing. Once the runner has recorded the failure,
+            `params` holds what went wrong as data: `cause_code` and `cause_params` (its code
+            and params) and `cause_message` (its message, without the Python API's hint).
     """
 
     default_code = "step_failed"
@@ -231,6 +247,12 @@ class StepError(AgentCoreError):
     def __init__(self, message: str = "", *, cause: str = "", **kw: Unpack[ErrorFields]) -> None:
         super().__init__(message, **kw)
         self.cause = cause or message
+
+    def to_data(self) -> dict[str, Any]:
+        """As `AgentCoreError.to_data`, with `cause` as `params["cause_message"]` if not there."""
+        data = super().to_data()
+        data["params"].setdefault("cause_message", self.cause)
+        return data
 
 
 class StepConflictError(StepError, ConflictError):
@@ -345,9 +367,12 @@ class UserCodeError(AgentCoreError):
             that returned the wrong type).
     """
 
+    default_code = "user_code_error"
+
     def __init__(
         self, message: str = "", *, target: str = "", traceback: str = "", **kw: Unpack[ErrorFields]
     ) -> None:
         super().__init__(message, **kw)
         self.target = target
         self.traceback = traceback
+        self._param("target", target)

@@ -20,7 +20,7 @@ import streamlit as st
 from agent_core.errors import AgentCoreError
 from agent_core.types import TaskState
 from components import state
-from components.messages import describe, humanize, plain
+from components.messages import describe, plain
 
 __all__ = ["attempt", "show_message", "show_notice"]
 
@@ -68,13 +68,10 @@ def show_message(
 ) -> None:
     """One box of `kind` holding the app's `headline` (markdown) and `text` (shown as typed).
 
-    `text` may quote the runtime, and so the model: it is put in the app's words (an error
-    is described, ids become step names) and escaped, never interpreted as markdown or HTML.
+    `text` may quote the runtime, and so the model: an error is put in the app's words
+    (`messages.describe`), and any text is escaped, never interpreted as markdown or HTML.
     """
-    if isinstance(text, BaseException):
-        body = describe(text, task_state)
-    else:
-        body = humanize(text, task_state) if kind != "success" else text
+    body = describe(text, task_state) if isinstance(text, BaseException) else text
     markdown = plain(body)
     if headline:
         markdown = f"**{headline}**  \n{markdown}" if body else f"**{headline}**"

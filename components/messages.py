@@ -1,45 +1,34 @@
 """The app's words for the runtime's errors: sentences a person can act on, safe to show.
 
-The runtime speaks to Python users ("call finalize_response(), or undo_step() to go back",
-"step 01a2074e… waits for steps …"). The app says the same thing in its own words: it names the
-button or page that fixes the problem (Finalize, Undo, Run step, Save, Settings, New task),
-calls steps by number ("step 3") or short name ("the add call"), and never shows a Python
-method name or a raw id.
+The runtime speaks to Python users ("call finalize_response(), or undo_step() to go back").
+The app says the same thing in its own words: it names the button or page that fixes the
+problem (Finalize, Undo, Run step, Save, Settings, New task), calls steps by number ("step 3")
+or short name ("the add call"), and never shows a Python method name or a raw id.
 
-`describe` reads the structured fields of an `AgentCoreError` when it has them (`message`,
-`remedy`, `step_id`, `waiting_on`, `cause`, an LLM error's `status` and `request_id`) and
-otherwise rewrites the runtime's prose (`humanize`). Whatever it returns may quote model or
-tool text, so it is shown through `plain`, which makes any text inert in Streamlit markdown.
+Every sentence is built from the error as data (`AgentCoreError.to_data`): its stable `code`,
+its `params`, `remedy`, `task_id` and `step_id`, never from its wording. A code the app has no
+words for shows the error's own message with the advice its `remedy` names. Whatever comes out
+may quote model or tool text, so it is shown through `plain`, which makes any text inert in
+Streamlit markdown.
 """
 
 from __future__ import annotations
 
-import re
 import string
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from agent_core.errors import (
-    AgentCoreError,
-    ConflictError,
-    InputTooLargeError,
-    LLMError,
-    NotReadyError,
-    StepError,
-    TaskNotActiveError,
-    TaskNotFoundError,
-)
+from agent_core.errors import AgentCoreError
+from agent_core.llms.catalog import PROVIDERS
 from agent_core.types import StepKind, TaskState, TaskStep
-
-try:  # The runtime's model-error kinds (older runtimes raise plain `LLMError`).
-    from agent_core.errors import LLMConnectionError as _CONNECTION
-except ImportError:  # pragma: no cover
-    _CONNECTION = LLMError
 
 __all__ = [
     "ADVICE",
     "cost_text",
     "describe",
-    "humanize",
+    "describe_data",
+    "failed_step_text",
     "plain",
     "plural",
     "step_name",
@@ -82,7 +71,6 @@ def _sentence(text: str) -> str:
 # --- text that stays text -------------------------------------------------------------------
 
 _PUNCTUATION = frozenset(string.punctuation)
-_LEADING_SPACE = re.compile(r"^[ \t]+", re.MULTILINE)
 
 
 def plain(text: str) -> str:
@@ -94,24 +82,34 @@ def plain(text: str) -> str:
     spaces stay spaces (as no-break spaces, so indentation never makes a code block).
     """
     escaped = "".join("\\" + char if char in _PUNCTUATION else char for char in text)
-    escaped = _LEADING_SPACE.sub(
-        lambda m: "\u00a0" * len(m.group().expandtabs(4)), escaped.replace("\r\n", "\n")
-    )
-    return escaped.replace("\n", "  \n")
+    lines = escaped.replace("\r\n", "\n").split("\n")
+    return "  \n".join(_keep_indent(line) for line in lines)
 
 
-_ESCAPED = re.compile(r"\\([" + re.escape(string.punctuation) + r"])")
+def _keep_indent(line: str) -> str:
+    body = line.lstrip(" \t")
+    indent = line[: len(line) - len(body)]
+    return "\u00a0" * len(indent.expandtabs(4)) + body
 
 
 def unplain(markdown: str) -> str:
     """The text `plain` was given (for tests, and anything reading a box back)."""
-    return _ESCAPED.sub(r"\1", markdown.replace("  \n", "\n")).replace("\u00a0", " ")
+    text = markdown.replace("  \n", "\n")
+    out: list[str] = []
+    escaped = False
+    for char in text:
+        if escaped or char != "\\":
+            out.append(char)
+            escaped = False
+        else:
+            escaped = True
+    if escaped:
+        out.append("\\")
+    return "".join(out).replace("\u00a0", " ")
 
 
 # --- naming steps ---------------------------------------------------------------------------
 
-_HEX_ID = r"[0-9a-f]{32}"
-_SHORT_ID = r"[0-9a-f]{8}"
 _KIND_NAMES = {
     StepKind.LLM: "reasoning step",
     StepKind.PLAN: "plan step",
@@ -156,24 +154,15 @@ def step_name(step_id: str, task_state: TaskState | None = None) -> str:
 
 def _names(step_ids: Iterable[str], task_state: TaskState | None) -> str:
     """Several steps in one phrase: "steps 1 and 2", "the add call and step 4"."""
-    names = [step_name(step_id, task_state) for step_id in step_ids]
-    if names and all(re.fullmatch(r"step \d+", name) for name in names):
-        return "steps " + _and([name.removeprefix("step ") for name in names])
-    return _and(names)
+    ids = list(step_ids)
+    steps = [task_state.steps.get(s) for s in ids] if task_state is not None else []
+    numbers = [s.number for s in steps if s is not None and s.number is not None]
+    if ids and len(numbers) == len(ids):
+        return "steps " + _and([str(number) for number in numbers])
+    return _and([step_name(step_id, task_state) for step_id in ids])
 
 
-# --- the runtime's prose, in the app's words ------------------------------------------------
-
-_KEY_ADVICE = {
-    "openai": (
-        "Add an OpenAI key on the Settings page (or set OPENAI_API_KEY before `make run`). "
-        "For a local OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio), pick it "
-        "on the Settings page instead."
-    ),
-    "anthropic": (
-        "Add an Anthropic key on the Settings page (or set ANTHROPIC_API_KEY before `make run`)."
-    ),
-}
+# --- advice ---------------------------------------------------------------------------------
 
 ADVICE: dict[str, str] = {
     "finalize": "Press Finalize to finish the task, or Undo to go back.",
@@ -189,197 +178,16 @@ ADVICE: dict[str, str] = {
 }
 """What to do, by the runtime's `remedy`, naming the button or page that does it."""
 
-# Phrases of today's runtime messages, rewritten in order. Each names what the app offers.
-_PHRASES: list[tuple[str, str | Callable[[re.Match[str]], str]]] = [
-    # No key.
-    (
-        r"OpenAILLM has no API key[:;] set the OPENAI_API_KEY environment variable or pass "
-        r"api_key=\.\.\.(?:;[^\n]*?base_url=\"?ollama\"?)?",
-        "No OpenAI key is set. " + _KEY_ADVICE["openai"],
+_KEY_ADVICE = {
+    "openai": (
+        "Add an OpenAI key on the Settings page (or set OPENAI_API_KEY before `make run`). "
+        "For a local OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio), pick it "
+        "on the Settings page instead."
     ),
-    (
-        r"AnthropicLLM has no API key[:;] set the ANTHROPIC_API_KEY environment variable or pass "
-        r"api_key=\.\.\.(?: \(in the app: enter the key in Settings\))?",
-        "No Anthropic key is set. " + _KEY_ADVICE["anthropic"],
+    "anthropic": (
+        "Add an Anthropic key on the Settings page (or set ANTHROPIC_API_KEY before `make run`)."
     ),
-    (
-        r"check OPENAI_API_KEY or the key in Settings",
-        "check the OpenAI key on the Settings page",
-    ),
-    (r"check the key \(OPENAI_API_KEY\)", "check the OpenAI key on the Settings page"),
-    (
-        r"set a valid key \(ANTHROPIC_API_KEY\)",
-        "set a valid Anthropic key on the Settings page",
-    ),
-    (r" ?\(in the app: [^)]*\)", ""),
-    (
-        r"(?:set the \w+ environment variable or )?pass api_key=\.\.\.",
-        "add a key on the Settings page",
-    ),
-    (r"pass base_url=\.\.\.", "pick the server on the Settings page"),
-    # Steps that fail.
-    (
-        r"[.;] [Nn]othing completed was lost; edit the step's input and run it again, or "
-        r"undo_step\(\)",
-        "",
-    ),
-    (r"Edit the step's input and run it again", "Edit the step's input, then press Run step"),
-    (
-        r"the agent reached max_iterations=(\d+) without an answer; undo and steer it with a "
-        r"new input, or build the worker with a higher max_iterations",
-        r"the agent took its limit of \1 reasoning steps without an answer. Undo and steer it "
-        r"with feedback or a new input",
-    ),
-    (
-        r"ScriptedLLM '[^']*' has no reply left: all (\d+) scripted replies were used\. Add "
-        r"replies \(add_replies\) or check why the agent asked the model again\.?",
-        "the demo model has run out of scripted replies: it only plays its script. Undo to go "
-        "back, or start a New task with another model",
-    ),
-    (
-        r"the model here is you: type the model's reply for this step, then run it",
-        "you are the model here: type the model's reply in the box, then press Run step",
-    ),
-    # Models that do not answer.
-    (
-        r"; retry the step, or use a larger timeout for slow models",
-        ". Press Run step to try again (a slow model may need a longer timeout)",
-    ),
-    (
-        r"; run the step again, or build AnthropicLLM with a larger timeout= \(or a lower "
-        r"max_tokens=\) for long replies",
-        ". Press Run step to try again",
-    ),
-    (r"; retry the step, or check the server's logs", ". Press Run step to try again"),
-    (r"retry the step", "press Run step to try again"),
-    (r"run the step again", "press Run step again"),
-    # Finishing, undoing, feedback.
-    (
-        r"run it further \(run_step or run_until\) before finalize_response\(\)",
-        "run it further with Run step or Run until, then press Finalize",
-    ),
-    (
-        r"undo_step\(\) first and give it before the last step runs again",
-        "press Undo first, then add the feedback before the last step runs again",
-    ),
-    (r"\(undo_step makes a completed one upcoming again\)", "(Undo makes it upcoming again)"),
-    (r"has 0 completed steps?(?:\(s\))?; cannot undo \d+", "has no completed step to undo yet"),
-    (
-        r"has (\d+) completed step\(s\); cannot undo (\d+)",
-        lambda m: f"has {plural(int(m[1]), 'completed step')}, so {m[2]} cannot be undone",
-    ),
-    (r"has no completed step yet; run_step\(\) runs one", "has no completed step yet"),
-    (r"(?:call )?finalize_response\(\)", "Finalize"),
-    (r"(?:call )?undo_step\(\)", "Undo"),
-    (r"run_step\(\)", "Run step"),
-    (r"run_until\(\)", "Run until"),
-    # Sizes and stores.
-    (r" \(the limit is AgentRunner\(max_input_chars=\.\.\.\)\)", ""),
-    (
-        r"list_tasks\(\) shows the tasks there, create_task\(\) makes a new one",
-        "the Tasks page lists the tasks there; New task starts one",
-    ),
-    (r" \(as_new=True\)", ""),
-    (r"; reload it and try again", "; the page now shows it as it is: check it and try again"),
-    (r"create a new task to (?:continue|go on)", "start a New task to go on"),
-    (r"wait for it to finish", "wait for it to finish, then try again"),
-]
-_COMPILED = [(re.compile(pattern), replacement) for pattern, replacement in _PHRASES]
-
-_ID_LIST = re.compile(rf"\bsteps ((?:'?{_HEX_ID}'?)(?:(?:, | and )'?{_HEX_ID}'?)*)")
-_STEP_ID = re.compile(rf"\bstep '?({_HEX_ID})'?")
-_TASK_ID = re.compile(rf"\btask '?({_HEX_ID}|{_SHORT_ID})'?")
-_BARE_ID = re.compile(rf"'?\b({_HEX_ID})\b'?")
-_STEP_OF_TASK = re.compile(rf"\bstep '?({_HEX_ID})'? of (?:this task|task '?{_SHORT_ID}'?)")
-
-
-def _replace_ids(text: str, task_state: TaskState | None, this_task: str | None) -> str:
-    """Step ids become step names, the shown task becomes "this task", other ids 8 digits."""
-    this_task = task_state.task_id if task_state is not None else this_task
-
-    def task(match: re.Match[str]) -> str:
-        found = match.group(1)
-        if this_task is not None and this_task.endswith(found):
-            return "this task"
-        return f"task {found[-8:]}"
-
-    def bare(match: re.Match[str]) -> str:
-        found = match.group(1)
-        if found == this_task:
-            return "this task"
-        if task_state is not None and found in task_state.steps:
-            return step_name(found, task_state)
-        return found[-8:]
-
-    text = _STEP_OF_TASK.sub(lambda m: step_name(m.group(1), task_state), text)
-    text = _ID_LIST.sub(lambda m: _names(re.findall(_HEX_ID, m.group(1)), task_state), text)
-    text = _TASK_ID.sub(task, text)
-    text = _STEP_ID.sub(lambda m: step_name(m.group(1), task_state), text)
-    text = _BARE_ID.sub(bare, text)
-    # "the the add call", "step the add call": a name replaced an id after its own article.
-    return re.sub(r"\b(?:the|step) (the )", r"\1", text)
-
-
-def humanize(text: str, task_state: TaskState | None = None, *, task_id: str = "") -> str:
-    """The runtime's prose in the app's words: buttons for methods, step names for ids.
-
-    Args:
-        text: The runtime's message (or any text quoting it).
-        task_state: The task the page shows: its steps are named by number or short name.
-        task_id: Without `task_state`, the task the page shows (it is "this task").
-    """
-    for pattern, replacement in _COMPILED:
-        text = pattern.sub(replacement, text)
-    return _replace_ids(text, task_state, task_id or None)
-
-
-# --- errors ---------------------------------------------------------------------------------
-
-
-def _fields(exc: BaseException) -> tuple[str, str, str | None]:
-    """The error's `message`, `hint` and `remedy`, or today's prose with no remedy."""
-    message = getattr(exc, "message", None)
-    if not isinstance(message, str):
-        return str(exc), "", None
-    hint = getattr(exc, "hint", "")
-    remedy = getattr(exc, "remedy", None)
-    return message, hint if isinstance(hint, str) else "", remedy if remedy in ADVICE else None
-
-
-def _task_of(exc: BaseException) -> str:
-    task_id = getattr(exc, "task_id", "")
-    return task_id if isinstance(task_id, str) else ""
-
-
-def _llm_error(exc: BaseException) -> LLMError | None:
-    """The model error behind `exc` (itself, or what a failed step wraps)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, LLMError):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
-
-
-_NO_KEY = re.compile(r"\bno (?:API )?key\b|\bapi_key=", re.IGNORECASE)
-
-
-def _missing_key(exc: BaseException, text: str) -> str | None:
-    """The key sentence, for a model that could not be built or called for want of a key."""
-    if not _NO_KEY.search(text):
-        return None
-    if "ANTHROPIC_API_KEY" in text or "AnthropicLLM" in text:
-        return "No Anthropic key is set. " + _KEY_ADVICE["anthropic"]
-    if "OPENAI_API_KEY" in text or "OpenAILLM" in text:
-        return "No OpenAI key is set. " + _KEY_ADVICE["openai"]
-    if getattr(exc, "remedy", None) == "configure_model":
-        provider = "anthropic" if "anthropic" in text.lower() else "openai"
-        title = "Anthropic" if provider == "anthropic" else "OpenAI"
-        return f"No {title} key is set. " + _KEY_ADVICE[provider]
-    return None
-
+}
 
 _STATUS_ADVICE = {
     401: "Check the key on the Settings page, then press Run step again.",
@@ -388,97 +196,277 @@ _STATUS_ADVICE = {
     429: "Wait a moment, then press Run step again.",
 }
 
+_SERVER_ADVICE = (
+    "Check the model and the server's address on the Settings page (and that the server is "
+    "running), then press Run step again."
+)
 
-def _llm_sentence(llm: LLMError, text: str) -> str:
-    """Advice for a model call that failed, with the provider's status and request id."""
-    status = getattr(llm, "status", None)
-    request_id = getattr(llm, "request_id", None)
-    details = []
-    if isinstance(status, int) and str(status) not in text:
-        details.append(f"status {status}")
-    if isinstance(request_id, str) and request_id and request_id not in text:
-        details.append(f"request id {request_id}")
-    out = _sentence(text) + (f" ({', '.join(details)})" if details else "")
-    if isinstance(status, int) and status in _STATUS_ADVICE:
+_CHANGED = (
+    "This task changed in another tab (or another process) since this page showed it, so "
+    "nothing was done. The page now shows it as it is: check it, then try again."
+)
+
+_WHY_NOT_ACTIVE = {
+    "abandoned": "was abandoned",
+    "completed": "is finished (finalized)",
+    "imported": "is an imported copy, read only",
+}
+
+
+# --- errors as data -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Error:
+    """An error as the app reads it: the fields of `AgentCoreError.to_data`, and the page."""
+
+    code: str
+    message: str
+    remedy: str | None = None
+    task_id: str = ""
+    step_id: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    task_state: TaskState | None = None
+
+    def param(self, name: str, kind: type | tuple[type, ...] = object) -> Any:
+        """The param `name` when it is of `kind`, else None (data from older rows may lack it)."""
+        value = self.params.get(name)
+        return value if isinstance(value, kind) and not isinstance(value, bool) else None
+
+    def advice(self, default: str | None = None) -> str:
+        """What its `remedy` says to do (or `default`'s advice), "" when neither names any."""
+        remedy = self.remedy if self.remedy in ADVICE else default
+        return ADVICE[remedy] if remedy is not None else ""
+
+    def who(self) -> str:
+        """Its step's name, capitalised ("Step 3", "The add call")."""
+        return _first_upper(step_name(self.step_id, self.task_state))
+
+
+def _said(error: _Error) -> str:
+    """The error's own message as a sentence, and the advice its remedy names."""
+    return " ".join(part for part in (_sentence(error.message), error.advice()) if part)
+
+
+def _key_missing(error: _Error) -> str:
+    provider = error.param("provider", str) or ""
+    if provider in _KEY_ADVICE:
+        label = PROVIDERS[provider].label
+        return f"No {label} key is set. {_KEY_ADVICE[provider]}"
+    if provider in PROVIDERS:
+        found = PROVIDERS[provider]
+        env = f" (or set {found.key_env} before `make run`)" if found.key_env else ""
+        return f"No {found.label} key is set. Add one on the Settings page{env}."
+    return f"{_sentence(error.message)} {ADVICE['configure_model']}"
+
+
+def _model_failed(error: _Error, what: str) -> str:
+    """`what` went wrong calling the model, with the provider's status and request id."""
+    status, request_id = error.param("status", int), error.param("request_id", str)
+    details = [f"status {status}"] * (status is not None)
+    details += [f"request id {request_id}"] * bool(request_id)
+    out = _sentence(what)
+    if details:  # Inside the sentence: "... (status 429, request id req_1)."
+        out = out.removesuffix(".") + f" ({', '.join(details)})."
+    if status in _STATUS_ADVICE:
         advice = _STATUS_ADVICE[status]
-    elif getattr(llm, "remedy", None) == "configure_model" or isinstance(llm, _CONNECTION):
-        advice = (
-            "Check the model and the server's address on the Settings page (and that the "
-            "server is running), then press Run step again."
-        )
+    elif error.remedy == "configure_model":  # No answer from the server: its address?
+        advice = _SERVER_ADVICE
     else:
         advice = ADVICE["retry"]
     return f"{out} {advice}"
 
 
-def _not_ready(exc: NotReadyError, task_state: TaskState | None) -> str | None:
-    waiting = getattr(exc, "waiting_on", None)
-    step_id = getattr(exc, "step_id", "")
-    if not waiting or not step_id:
-        return None
-    who = _first_upper(step_name(step_id, task_state))
-    return (
-        f"{who} waits for {_names(waiting, task_state)} to finish. Run those first (Run step "
-        "on each, or Run ready steps)."
-    )
-
-
-def _step_failed(exc: StepError, task_state: TaskState | None) -> str | None:
-    cause = getattr(exc, "cause", None)
-    step_id = getattr(exc, "step_id", "")
-    if not isinstance(cause, str) or not cause or not step_id or cause == str(exc):
-        return None
-    who = step_name(step_id, task_state)
-    if cause.strip() == "stopped by you":
-        return f"You stopped {who}. Edit its input and press Run step to run it again, or Undo."
-    if key := _missing_key(exc, cause):
-        return f"{_first_upper(who)} could not call the model. {key}"
-    said = humanize(cause, task_state, task_id=_task_of(exc)).strip().rstrip(";,:")
-    failed = _first_upper(f"{who} failed: {said}") + ("" if said.endswith(".") else ".")
-    remedy = getattr(exc, "remedy", None)
-    llm = _llm_error(exc)
-    if llm is not None and remedy in (None, "retry", "configure_model"):
-        return _llm_sentence(llm, failed)  # Run it again (or fix the key), not edit it.
-    return f"{failed} {ADVICE[remedy if remedy in ADVICE else 'edit_step']}"
-
-
-def _conflict(text: str) -> str | None:
-    if "changed by another runner" in text or "changed in another" in text:
+def _not_ready(error: _Error) -> str:
+    waiting = error.param("waiting_on", list)
+    if not waiting or not error.step_id:
         return (
-            "This task changed in another tab (or another process) since this page showed it, "
-            "so nothing was done. The page now shows it as it is: check it, then try again."
+            "No upcoming step of this task is ready: each waits for steps that have not "
+            f"completed yet. {ADVICE['run_first']}"
         )
-    return None
-
-
-def _unknown_task(exc: AgentCoreError) -> str:
     return (
-        "This task is not in the database any more (it may have been deleted in another tab). "
-        "Pick one on the Tasks page, or start a New task."
+        f"{error.who()} waits for {_names(waiting, error.task_state)} to finish. Run those "
+        "first (Run step on each, or Run ready steps)."
     )
 
 
-def _described_by_type(exc: AgentCoreError, task_state: TaskState | None) -> str | None:
-    """The special cases: sentences built from the error's fields, not from its prose."""
-    text = str(exc)
-    if key := _missing_key(exc, text):
-        return key
-    if isinstance(exc, TaskNotFoundError):
-        return _unknown_task(exc)
-    if isinstance(exc, ConflictError) and (sentence := _conflict(text)):
-        return sentence
-    if isinstance(exc, NotReadyError) and (sentence := _not_ready(exc, task_state)):
-        return sentence
-    if isinstance(exc, StepError) and (sentence := _step_failed(exc, task_state)):
-        return sentence
-    return None
+def _not_runnable(error: _Error) -> str:
+    status = error.param("status", str) or "not upcoming"
+    action = error.param("action", str) or "run"
+    said = f"{error.who()} is {status}; only upcoming or failed steps can {_verb(action)}."
+    return f"{said} {error.advice()}".strip()
 
 
-_REMEDY_OF: list[tuple[type[AgentCoreError], str]] = [
-    (InputTooLargeError, "shorten"),
-    (TaskNotActiveError, "new_task"),
-]
-"""Today's errors carry no `remedy`; these types say which advice their prose already holds."""
+def _verb(action: str) -> str:
+    """`action` after "can": "run", or "be edited" for the past participles the runner uses."""
+    return f"be {action}" if action.endswith("ed") else action
+
+
+def _running(error: _Error) -> str:
+    if error.step_id:
+        return f"{error.who()} is already running. {ADVICE['wait']}"
+    return f"A step of this task is already running. {ADVICE['wait']}"
+
+
+def _not_active(error: _Error) -> str:
+    status = error.param("status", str) or ""
+    why = _WHY_NOT_ACTIVE.get(status, f"is {status}" if status else "cannot go on")
+    action = error.param("action", str) or "run"
+    return f"This task {why}, so it cannot {action}. {ADVICE['new_task']}"
+
+
+def _undo_refused(error: _Error) -> str:
+    completed, requested = error.param("completed", int), error.param("requested", int)
+    if not completed or requested is None:
+        return "This task has no completed step to undo yet."
+    return f"This task has {plural(completed, 'completed step')}, so {requested} cannot be undone."
+
+
+def _too_large(error: _Error) -> str:
+    what, size = error.param("what", str), error.param("size", int)
+    limit = error.param("limit", int)
+    if what is None or size is None or limit is None:
+        return _said(error)
+    said = f"{_first_upper(what)} is {size:,} characters; the limit is {limit:,}."
+    return f"{said} {error.advice('shorten')}"
+
+
+def _finished(error: _Error) -> str:
+    at = error.param("finished_at", int)
+    where = f"; it finished at step {at}" if at is not None else ""
+    return f"This task has no upcoming step{where}. {ADVICE['finalize']}"
+
+
+def _feedback_too_late(error: _Error) -> str:
+    at = error.param("finished_at", int)
+    where = f" at step {at}" if at is not None else ""
+    return (
+        f"This task already finished{where}, so no step would read the feedback. Press Undo "
+        "first, then add the feedback before the last step runs again."
+    )
+
+
+def _not_finished(error: _Error) -> str:
+    upcoming = error.param("upcoming", int)
+    left = f" ({upcoming} upcoming)" if upcoming is not None else ""
+    return (
+        f"This task has not reached its last step{left}. Run it further with Run step or "
+        "Run until, then press Finalize."
+    )
+
+
+def _step_not_found(error: _Error) -> str:
+    name = step_name(error.step_id, error.task_state) if error.step_id else "that step"
+    return (
+        f"This task has no {name} (it may have changed in another tab). The page now shows "
+        "the task as it is."
+    )
+
+
+_BY_CODE: dict[str, Callable[[_Error], str]] = {
+    "task_not_found": lambda _: (
+        "This task is not in the database any more (it may have been deleted in another "
+        "tab). Pick one on the Tasks page, or start a New task."
+    ),
+    "step_not_found": _step_not_found,
+    "task_not_active": _not_active,
+    "nothing_to_run": lambda e: f"This task has no upcoming step. {e.advice('new_task')}",
+    "task_finished": _finished,
+    "task_not_finished": _not_finished,
+    "no_completed_step": lambda _: "This task has no completed step yet.",
+    "nothing_to_undo": _undo_refused,
+    "feedback_after_finish": _feedback_too_late,
+    "step_not_ready": _not_ready,
+    "step_not_runnable": _not_runnable,
+    "step_running": _running,
+    "task_changed": lambda _: _CHANGED,
+    "input_too_large": _too_large,
+    "model_not_configured": _key_missing,
+    "model_error": lambda e: _model_failed(e, e.message),
+    "user_code_error": lambda e: (
+        f"{_sentence(e.message)} Fix your code, then press Reload my code on the New task form."
+    ),
+}
+"""The app's sentence for an error, by its code; a code not here shows its own message."""
+
+
+# --- why a step failed ----------------------------------------------------------------------
+
+_CAUSES: dict[str, Callable[[_Error], str]] = {
+    "max_iterations": lambda e: (
+        f"the agent took its limit of {plural(e.param('limit', int) or 0, 'reasoning step')} "
+        "without an answer. Undo and steer it with feedback or a new input"
+    ),
+    "script_exhausted": lambda _: (
+        "the demo model has run out of scripted replies: it only plays its script. Undo to go "
+        "back, or start a New task with another model"
+    ),
+    "human_reply_needed": lambda _: (
+        "you are the model here: type the model's reply in the box, then press Run step"
+    ),
+}
+"""What went wrong inside a failed step, by the code of its cause (no capital, no stop)."""
+
+
+def _cause(failure: _Error) -> _Error:
+    """The error that failed the step, from the failure's `cause_*` params."""
+    return _Error(
+        code=failure.param("cause_code", str) or "",
+        message=failure.param("cause_message", str) or failure.message,
+        remedy=failure.remedy,
+        task_id=failure.task_id,
+        step_id=failure.step_id,
+        params=failure.param("cause_params", dict) or {},
+        task_state=failure.task_state,
+    )
+
+
+def _step_failed(failure: _Error) -> str:
+    """The sentence for a failed step ("Step 3 failed: why. What to do."), by its cause."""
+    if not failure.step_id:
+        return _said(failure)
+    cause = _cause(failure)
+    who = step_name(failure.step_id, failure.task_state)
+    if cause.code == "step_stopped":
+        return f"You stopped {who}. Edit its input and press Run step to run it again, or Undo."
+    if cause.code == "model_not_configured":
+        return f"{_first_upper(who)} could not call the model. {_key_missing(cause)}"
+    if cause.code == "task_changed":
+        return _CHANGED
+    words = _CAUSES.get(cause.code)
+    said = words(cause) if words is not None else cause.message.strip().rstrip(";,:")
+    failed = _sentence(f"{who} failed: {said}")
+    if cause.code == "model_error" and failure.remedy in (None, "retry", "configure_model"):
+        return _model_failed(cause, failed)  # Run it again (or fix the key), not edit it.
+    return f"{failed} {failure.advice('edit_step')}"
+
+
+_BY_CODE["step_failed"] = _step_failed
+_BY_CODE["conflict"] = lambda e: _step_failed(e) if e.param("cause_code", str) else _said(e)
+
+
+# --- the entry points -----------------------------------------------------------------------
+
+
+def describe_data(data: Mapping[str, Any], task_state: TaskState | None = None) -> str:
+    """What went wrong and what to do, in the app's words, for an error given as data.
+
+    Args:
+        data: The error as `AgentCoreError.to_data` gives it (a stored one may lack fields).
+        task_state: The task as the page showed it, to call steps by number or name.
+    """
+    params = data.get("params")
+    error = _Error(
+        code=str(data.get("code") or ""),
+        message=str(data.get("message") or ""),
+        remedy=data.get("remedy") if isinstance(data.get("remedy"), str) else None,
+        task_id=str(data.get("task_id") or ""),
+        step_id=str(data.get("step_id") or ""),
+        params=params if isinstance(params, Mapping) else {},
+        task_state=task_state,
+    )
+    words = _BY_CODE.get(error.code, _said)
+    return words(error)
 
 
 def describe(exc: BaseException, task_state: TaskState | None = None) -> str:
@@ -490,30 +478,35 @@ def describe(exc: BaseException, task_state: TaskState | None = None) -> str:
         task_state: The task as the page showed it, to call steps by number or name.
     """
     if not isinstance(exc, AgentCoreError):
-        detail = humanize(f"{type(exc).__name__}: {exc}", task_state)
-        return f"Something went wrong ({detail}). The server's log has the details."
-    if special := _described_by_type(exc, task_state):
-        return special
-    message, hint, remedy = _fields(exc)
-    if (llm := _llm_error(exc)) is not None and not isinstance(exc, StepError):
-        return _llm_sentence(llm, humanize(message, task_state, task_id=_task_of(exc)))
-    if remedy is not None:
-        text = (
-            _sentence(humanize(message, task_state, task_id=_task_of(exc))) + " " + ADVICE[remedy]
+        return (
+            f"Something went wrong ({type(exc).__name__}: {exc}). The server's log has the details."
         )
-    else:
-        text = humanize(message + (f"; {hint}" if hint else ""), task_state, task_id=_task_of(exc))
-        text = " ".join(_sentence(part) for part in _split_sentences(text))
-        if _needs_step_advice(exc, message):
-            text += " " + ADVICE["edit_step"]
-    return text
+    return describe_data(exc.to_data(), task_state)
 
 
-def _split_sentences(text: str) -> list[str]:
-    # "X; do Y" reads as two sentences once the advice names a button.
-    return [part for part in re.split(r"(?<=[a-z)'])\. (?=[A-Z])", text) if part.strip()]
+def failed_step_text(step: TaskStep, task_state: TaskState | None = None) -> str:
+    """Why a stored step failed and what to do, from the code it was recorded with.
 
-
-def _needs_step_advice(exc: AgentCoreError, message: str) -> bool:
-    """A failed step whose prose (today's) held the advice that `humanize` took off."""
-    return isinstance(exc, StepError) and "othing completed was lost" in message
+    A step stored before errors carried codes has none: the sentence is then the general
+    advice, and the page shows the stored message beside it as it is.
+    """
+    if not step.error_code:
+        return "This step failed. Edit its input and run it again, or undo."
+    cause = _Error(
+        code=step.error_code,
+        message=step.error or "",
+        task_id=step.task_id,
+        step_id=step.step_id,
+        params=step.error_params,
+        task_state=task_state,
+    )
+    if step.error_code == "step_stopped":
+        return "You stopped this step. Edit its input and press Run step to run it again, or Undo."
+    if step.error_code == "model_not_configured":
+        return f"This step could not call the model. {_key_missing(cause)}"
+    words = _CAUSES.get(step.error_code)
+    if words is not None:
+        return f"This step failed: {words(cause)}."
+    if step.error_code == "model_error":
+        return _model_failed(cause, "This step failed: the model call did not work")
+    return "This step failed. Edit its input and run it again, or undo."

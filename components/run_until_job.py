@@ -19,7 +19,7 @@ from agent_core import ParallelAgentRunner
 from agent_core.errors import UserError
 from agent_core.runtime.breakpoints import Breakpoint, RunUntilResult
 from components import state
-from components.messages import describe, humanize
+from components.messages import describe, describe_data
 
 __all__ = ["render_running", "report_finished", "start", "wait_while_running"]
 
@@ -135,7 +135,9 @@ def report_finished(task_id: str) -> None:
 def _report(result: RunUntilResult) -> None:
     ran = f"Ran {len(result.outputs)} step{'s' if len(result.outputs) != 1 else ''}; stopped: "
     if result.reason == "error":
-        state.push_notice("error", ran + "a step failed. " + humanize(result.detail), where=WHERE)
+        # The error as data words it from its code; its text stays for an error without.
+        said = describe_data(result.error) if result.error is not None else result.detail
+        state.push_notice("error", ran + "a step failed. " + said, where=WHERE)
         return
     why = _STOP_REASONS.get(result.reason) or result.detail or result.reason
     state.push_notice("info", ran + why + ".", where=WHERE)

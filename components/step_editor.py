@@ -33,6 +33,7 @@ from agent_core.workers.multimodal_react import step_images
 from components import task_version
 from components.actions import show_message
 from components.memory_view import render_memory
+from components.messages import failed_step_text, plain
 from components.task_images import render_thumbnails
 
 __all__ = ["preview_messages", "render_upcoming_step", "waiting_reason"]
@@ -384,7 +385,7 @@ def render_upcoming_step(
     with st.container(border=True):
         st.markdown(f"**{_title(runner, step, ready=not ctx.waits)}**")
         if step.error:
-            st.error("This step failed. Edit its input and run it again, or undo.")
+            st.error(plain(failed_step_text(step, task_state)))
             st.code(step.error, language=None, wrap_lines=True)
         if step.kind is StepKind.TOOL:
             _render_tool_call(ctx)

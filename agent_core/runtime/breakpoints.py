@@ -136,6 +136,8 @@ class RunUntilResult(BaseModel):
     outputs: list[TaskStepOutput] = Field(default_factory=list)
     reason: StopReason
     detail: str = ""
+    error: dict[str, Any] | None = None
+    """The error that stopped it (`reason` "error"), as data (`AgentCoreError.to_data`)."""
 
     @property
     def is_last(self) -> bool:

@@ -775,7 +775,8 @@ class AgentRunner(LlamaIndexRunnerAPI):
             try:
                 output = await self._arun_step(task_id, step.step_id, None, kwargs, stream=stream)
             except StepError as exc:
-                return result.model_copy(update={"reason": "error", "detail": str(exc)})
+                stopped = {"reason": "error", "detail": str(exc), "error": exc.to_data()}
+                return result.model_copy(update=stopped)
             result.outputs.append(output)
             if output.is_last:
                 return result.model_copy(update={"reason": "last_step"})

@@ -208,7 +208,7 @@ class _Transaction:
         # Model text can hold lone surrogates, which no store can encode.
         message = message.encode("utf-8", "replace").decode("utf-8")
         cause = exc.cause if isinstance(exc, StepError) else message
-        cause_code, cause_params = _cause_of(exc)
+        why = _cause_of(exc)
         text = f"step {step.step_id} of task {short_id(state.task_id)} failed: {message}"
         # A worker's own StepError (a PlanError with its raw text...) keeps its type and fields.
         if isinstance(exc, StepError):
@@ -225,10 +225,10 @@ class _Transaction:
         # The failure keeps its class's code (what the HTTP faces answer); why it failed is
         # the cause's code, which the step records too.
         error.code = type(error).default_code if isinstance(error, ConflictError) else "step_failed"
-        error.params = {"cause_code": cause_code, "cause_params": cause_params}
+        error.params = why
         for _ in range(_FAIL_COMMIT_TRIES):
             try:
-                self._record_failure(message, cause_code, cause_params)
+                self._record_failure(message, why["cause_code"], why["cause_params"])
             except ConflictError:
                 continue  # Another tab committed meanwhile: reload and record it again.
             break
@@ -269,17 +269,22 @@ class _Transaction:
             runner._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
 
 
-def _cause_of(exc: BaseException) -> tuple[str, dict[str, Any]]:
-    """The code and params of what failed a step: `exc`'s, or those of the failure it wraps.
+def _cause_of(exc: BaseException) -> dict[str, Any]:
+    """What failed a step, as the failure's params (see `StepError`).
 
+    The code, params and message (without the hint) of `exc`, or of the failure it wraps.
     An exception that is not the runtime's (a bug in a worker) is "error", with its type.
     """
-    if not isinstance(exc, AgentCoreError):
-        return "error", {"exception": type(exc).__name__}
     if isinstance(exc, StepError) and "cause_code" in exc.params:  # A sub-task's failure.
-        params = exc.params.get("cause_params")
-        return str(exc.params["cause_code"]), dict(cast(dict[str, Any], params or {}))
-    return exc.code, dict(exc.params)
+        params = cast(dict[str, Any], exc.params.get("cause_params") or {})
+        code, message = str(exc.params["cause_code"]), str(exc.params.get("cause_message", ""))
+    elif isinstance(exc, AgentCoreError):
+        code, params, message = exc.code, exc.params, exc.message
+    else:
+        code, params = "error", {"exception": type(exc).__name__}
+        message = f"{type(exc).__name__}: {exc}"
+    message = message.encode("utf-8", "replace").decode("utf-8")  # As the step's error.
+    return {"cause_code": code, "cause_params": dict(params), "cause_message": message}
 
 
 def _remedy_of(exc: BaseException) -> Remedy:

@@ -1,23 +1,29 @@
 """Messages a person can act on: the runtime's errors in the app's words, shown safely.
 
 `describe` is checked against errors the runtime really raises (run from a scripted agent),
-so a change of wording in the runtime that the app no longer maps shows up here. The notice
-flow (`attempt`, `show_notice`) is driven through small AppTest scripts.
+so a runtime error that loses its code, or a code the app no longer words, shows up here.
+The app words errors from their code and params only: a test keeps regular expressions over
+the runtime's text from coming back. The notice flow (`attempt`, `show_notice`) is driven
+through small AppTest scripts.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import string
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from agent_core.errors import (
+    ERROR_CODES,
     AgentCoreError,
     ConflictError,
+    LLMConnectionError,
     LLMStatusError,
     LLMTimeoutError,
     StepError,
@@ -27,10 +33,22 @@ from agent_core.llms.base import ChatMessage, ChatResponse, ToolCall
 from agent_core.runtime.parallel import ParallelAgentRunner
 from agent_core.runtime.runner import AgentRunner
 from agent_core.spec import AgentSpec
+from agent_core.store import SQLiteStore
+from agent_core.store.base import TaskChange
 from agent_core.tools.arithmetic import arithmetic_tools
-from agent_core.types import TaskState
+from agent_core.types import StepStatus, TaskState, TaskStep
 from agent_core.workers import FunctionCallingAgentWorker, ReActAgentWorker
-from components.messages import cost_text, describe, humanize, plain, plural, step_name, unplain
+from components import messages
+from components.messages import (
+    cost_text,
+    describe,
+    describe_data,
+    failed_step_text,
+    plain,
+    plural,
+    step_name,
+    unplain,
+)
 
 HOSTILE = [
     "**x**",
@@ -217,14 +235,21 @@ def test_a_model_error_keeps_the_request_id_and_says_to_run_again() -> None:
         "OpenAI rate-limited the call to 'gpt-4o-mini'", status=429, request_id="req_abc123"
     )
     text = describe(error)
-    assert "status 429" in text and "request id req_abc123" in text
+    assert "(status 429, request id req_abc123)." in text
     assert "Run step" in text
     timeout = describe(LLMTimeoutError("OpenAI did not answer within 30s (model 'gpt-4o')"))
     assert "Run step" in timeout
 
 
 def test_a_changed_task_says_so_in_the_apps_words() -> None:
-    error = ConflictError("task 1234abcd was changed by another runner (version 3, expected 2)")
+    # Was a ConflictError built from the store's wording; now the store's own refusal, whose
+    # code the app words (the wording alone no longer matters).
+    runner = react_runner([ADD])
+    task = runner.create_task("add")
+    state = runner.get_task_state(task.task_id)
+    stale = TaskChange(state=state, base_version=state.version + 1)
+    error = error_of(lambda: runner.store.commit(stale))
+    assert isinstance(error, ConflictError) and error.code == "task_changed"
     text = describe(error)
     assert "changed in another tab" in text
     assert "version" not in text
@@ -242,31 +267,182 @@ def _one_step_state() -> tuple[TaskState, str]:
     return runner.get_task_state(task.task_id), done
 
 
-def test_any_raw_id_left_becomes_a_step_number_or_eight_digits() -> None:
+def test_steps_are_named_by_number_or_by_what_they_do_never_by_id() -> None:
+    # Was a test of `humanize`, which found ids in any text by regex; ids now come from the
+    # error's fields, so the names are checked where an error carries them.
     state, done = _one_step_state()
     upcoming = state.queue[0]
-    stranger = "f" * 32
-    text = humanize(
-        f"step {done} ran; {upcoming} waits; task {state.task_id} and {stranger}", state
-    )
-    assert text == "step 1 ran; the add call waits; this task and ffffffff"
+    assert step_name(done, state) == "step 1"
     assert step_name(upcoming, state) == "the add call"
+    assert step_name("f" * 32, state) == "step ffffffff"
+    data = {"code": "step_not_ready", "step_id": upcoming, "params": {"waiting_on": [done]}}
+    assert describe_data(data, state).startswith("The add call waits for steps 1 to finish.")
+
+
+# ----------------------------------------------------------------------------- every code
+
+# Each code's params as the runtime gives them, and words its sentence must hold.
+WORDED: dict[str, tuple[dict[str, Any], str]] = {
+    "task_not_found": ({}, "Tasks page"),
+    "step_not_found": ({}, "page now shows"),
+    "task_not_active": ({"status": "abandoned", "action": "run"}, "was abandoned"),
+    "nothing_to_run": ({}, "no upcoming step"),
+    "task_finished": ({"finished_at": 4}, "finished at step 4. Press Finalize"),
+    "task_not_finished": ({"upcoming": 2}, "(2 upcoming)"),
+    "no_completed_step": ({}, "no completed step yet"),
+    "nothing_to_undo": ({"completed": 1, "requested": 2}, "1 completed step, so 2 cannot"),
+    "feedback_after_finish": ({"finished_at": 3}, "Press Undo first"),
+    "step_not_ready": ({}, "Run ready steps"),
+    "step_not_runnable": ({"status": "completed", "action": "edited"}, "can be edited"),
+    "step_running": ({}, "already running"),
+    "task_changed": ({"version": 3, "expected": 2}, "changed in another tab"),
+    "input_too_large": ({"what": "the feedback", "size": 50, "limit": 10}, "limit is 10"),
+    "model_not_configured": ({"provider": "anthropic"}, "Add an Anthropic key"),
+    "model_error": ({"status": 404}, "Check the model name"),
+    "user_code_error": ({"target": "x.py:agent"}, "Reload my code"),
+    "step_failed": (
+        {"cause_code": "max_iterations", "cause_params": {"limit": 4}},
+        "limit of 4 reasoning steps",
+    ),
+}
+"""Codes the app words itself. The rest show the error's own message and its remedy's advice."""
+
+
+@pytest.mark.parametrize("code", sorted(ERROR_CODES))
+def test_every_code_renders_as_a_sentence_even_without_its_params(code: str) -> None:
+    # A stored row may hold a code with none of its params: still a sentence, never a crash.
+    data = {"code": code, "message": "it went wrong", "step_id": "a" * 32, "remedy": "retry"}
+    text = describe_data(data)
+    assert text.strip() and text.rstrip().endswith("."), text
+    assert_app_words(text)
+
+
+@pytest.mark.parametrize("code", sorted(WORDED))
+def test_each_code_the_app_words_is_worded_from_its_params(code: str) -> None:
+    params, words = WORDED[code]
+    data = {"code": code, "message": "RUNTIME TEXT", "step_id": "a" * 32, "params": params}
+    text = describe_data(data)
+    assert words in text, text
+    # A model's or the user's code's own words are the right text there; elsewhere, the app's.
+    assert ("RUNTIME TEXT" in text) is (code in {"model_error", "user_code_error"}), text
+    assert_app_words(text)
+
+
+def test_the_codes_the_app_words_are_the_runtimes() -> None:
+    assert set(WORDED) <= set(ERROR_CODES)
+    assert set(messages._BY_CODE) <= set(ERROR_CODES) | {"conflict"}
+    assert set(messages._CAUSES) <= set(ERROR_CODES)
+
+
+def test_a_code_the_app_does_not_word_shows_the_message_and_its_remedy() -> None:
+    data = {"code": "a_code_from_a_newer_runtime", "message": "the thing broke", "remedy": "undo"}
+    assert describe_data(data) == "The thing broke. Press Undo to go back."
+
+
+def test_no_regular_expression_reads_the_runtimes_text() -> None:
+    """The app words errors from their codes: matching the runtime's English must not return."""
+    source = Path(messages.__file__).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    imported = {
+        name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for name in [getattr(node, "module", None), *(a.name for a in node.names)]
+        if name
+    }
+    assert "re" not in imported, "components/messages.py imports re again"
+    assert not hasattr(messages, "_PHRASES") and not hasattr(messages, "humanize")
+    # Nowhere in components/ does a regex read an error's text (message, hint, cause...).
+    for path in Path(messages.__file__).parent.glob("*.py"):
+        for call in _regex_calls(ast.parse(path.read_text(encoding="utf-8"))):
+            read = {
+                n.attr for arg in call.args for n in ast.walk(arg) if isinstance(n, ast.Attribute)
+            }
+            assert not read & _ERROR_TEXT, f"{path.name}:{call.lineno} matches an error's text"
+
+
+_ERROR_TEXT = {"message", "hint", "cause", "error", "detail"}
+
+
+def _regex_calls(tree: ast.AST) -> list[ast.Call]:
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "re"
+    ]
+
+
+def test_the_regex_guard_sees_a_regex_over_an_errors_message() -> None:
+    # The guard above must be able to fail: here is what it looks for.
+    tree = ast.parse("import re\nre.sub('x', 'y', exc.message)")
+    (call,) = _regex_calls(tree)
+    assert {n.attr for n in ast.walk(call.args[2]) if isinstance(n, ast.Attribute)} == {"message"}
+
+
+# ----------------------------------------------------------------------------- failed steps
+
+
+def test_a_failed_step_keeps_its_code_in_the_store_and_is_worded_after_a_reload(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "stepwise.db"
+    store = SQLiteStore(path)
+    runner = AgentRunner(ReActAgentWorker(arithmetic_tools(), ScriptedLLM([])), store=store)
+    task = runner.create_task("add")
+    error = error_of(lambda: runner.run_step(task.task_id))
+    assert isinstance(error, StepError) and error.code == "step_failed"
+    assert error.params["cause_code"] == "script_exhausted"
+    store.close()
+
+    reopened = SQLiteStore(path)
+    try:
+        reader = AgentRunner(ReActAgentWorker([], ScriptedLLM([])), store=reopened)
+        state = reader.get_task_state(task.task_id)
+    finally:
+        reopened.close()
+    (failed,) = state.step_queue
+    assert failed.status is StepStatus.FAILED
+    assert (failed.error_code, failed.error_params) == ("script_exhausted", {"replies": 0})
+    text = failed_step_text(failed, state)
+    assert text.startswith("This step failed: the demo model has run out of scripted replies")
+    assert_app_words(text)
+
+
+def test_a_step_stored_before_codes_shows_its_general_advice() -> None:
+    old_row = '{"task_id": "t", "step_id": "s", "status": "failed", "error": "it broke"}'
+    step = TaskStep.model_validate_json(old_row)
+    assert step.error_code is None
+    assert failed_step_text(step) == "This step failed. Edit its input and run it again, or undo."
 
 
 @pytest.mark.parametrize(
-    ("runtime", "app"),
+    ("code", "params", "words"),
     [
-        ("call finalize_response(), or undo_step() to go back", "Finalize"),
-        ("run it further (run_step or run_until) before finalize_response()", "Run step"),
-        ("undo_step() first and give it before the last step runs again", "Undo first"),
-        ("the limit is 10 (the limit is AgentRunner(max_input_chars=...))", "the limit is 10"),
-        ("set the OPENAI_API_KEY environment variable or pass api_key=...", "Settings page"),
+        ("max_iterations", {"limit": 10}, "limit of 10 reasoning steps"),
+        ("script_exhausted", {"replies": 2}, "run out of scripted replies"),
+        ("human_reply_needed", {}, "you are the model here"),
+        ("step_stopped", {}, "You stopped this step"),
+        ("model_not_configured", {"provider": "openai"}, "Add an OpenAI key"),
+        ("model_error", {"status": 429}, "Wait a moment"),
     ],
 )
-def test_todays_python_phrasing_is_rewritten(runtime: str, app: str) -> None:
-    text = humanize(runtime)
-    assert app in text
+def test_each_cause_of_a_stored_failure_is_worded(
+    code: str, params: dict[str, Any], words: str
+) -> None:
+    step = TaskStep(
+        task_id="t", status=StepStatus.FAILED, error="raw", error_code=code, error_params=params
+    )
+    text = failed_step_text(step)
+    assert words in text, text
     assert_app_words(text)
+
+
+def test_a_server_that_cannot_be_reached_points_at_its_address() -> None:
+    text = describe(LLMConnectionError("could not reach the server at http://localhost:9"))
+    assert "server's address on the Settings page" in text
 
 
 def test_structured_fields_are_used_when_the_error_has_them() -> None:
