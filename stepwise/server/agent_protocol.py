@@ -227,6 +227,8 @@ def step_of(state: TaskState, step: TaskStep) -> Step:
         extra["proposed_input"] = step.proposed_input
     if step.error:
         extra["error"] = step.error
+    if step.error_code:  # What failed it, as a stable code a client can match.
+        extra["error_code"], extra["error_params"] = step.error_code, step.error_params
     if output is not None:
         extra["usage"] = output.usage.model_dump(mode="json")
         extra["latency_ms"] = output.latency_ms

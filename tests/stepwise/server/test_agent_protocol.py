@@ -10,9 +10,11 @@ import httpx
 import pytest
 
 from agent_core import AgentRunner
+from agent_core.errors import StepError
 from agent_core.llms import ScriptedLLM
 from agent_core.store import SQLiteStore
 from agent_core.workers import ReActAgentWorker
+from stepwise.server.agent_protocol import step_of
 
 SEED = "What is (121 * 3) + 42?"
 
@@ -223,3 +225,15 @@ def test_events_stream_in_order_while_another_request_runs_a_step(client):
     assert seen[0] == "subscribed"
     assert seen.index("step_started") < seen.index("step_completed")
     assert "tool_call_started" in seen and "tool_call_finished" in seen
+
+
+def test_a_failed_step_gives_the_code_of_what_failed_it():
+    runner = AgentRunner(ReActAgentWorker([], ScriptedLLM([])))
+    task_id = runner.create_task(SEED).task_id
+    with pytest.raises(StepError):
+        runner.run_step(task_id)
+    state = runner.get_task_state(task_id)
+    (failed,) = state.step_queue
+    extra = step_of(state, failed).additional_output or {}
+    assert extra["error"].startswith("ScriptedLLM")
+    assert (extra["error_code"], extra["error_params"]) == ("script_exhausted", {"replies": 0})
