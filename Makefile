@@ -18,13 +18,14 @@ $(BIN)/python:
 		&& apt-get install -y -qq python3-venv && $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
 
+# Every extra (the app, the server, services, tracing, each SDK and adapter) and the dev tools,
+# at the lock's versions. The wheel test installs from the cache this fills, offline.
 $(STAMP): requirements.lock pyproject.toml | $(BIN)/python
-	$(UV) pip install --python $(BIN)/python -r requirements.lock -e .
+	$(UV) pip install --python $(BIN)/python -r requirements.lock -e ".[all,dev]"
 	touch $(STAMP)
 
 # The app on http://localhost:8501 with the SQLite store ./stepwise.db and the demo model.
 run: $(STAMP)
-	$(BIN)/python -c "from components.dag_view import ensure_static_assets as e; e()"
 	$(BIN)/streamlit run app.py
 
 # Browser tests drive Debian's Chromium; install it when missing (CI runs as root).
@@ -63,9 +64,9 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# Re-pin after changing dependencies in pyproject.toml.
+# Re-pin after changing dependencies in pyproject.toml: every extra, so `make test` runs them all.
 lock: | $(BIN)/python
-	$(UV) pip compile pyproject.toml --extra dev --python-version 3.11 -o requirements.lock --no-header --quiet
+	$(UV) pip compile pyproject.toml --all-extras --python-version 3.11 -o requirements.lock --no-header --quiet
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -89,6 +89,8 @@ ERROR_CODES: Mapping[str, str] = {
     "max_iterations": "the agent took its `limit` of reasoning steps without an answer",
     "script_exhausted": "a scripted model used all its `replies` replies",
     "human_reply_needed": "the model is a person, and no reply was typed for this step",
+    "missing_extra": "a feature (`feature`) needs an extra of the stepwise distribution "
+    "(`extra`) whose package (`module`) is not installed",
 }
 """Every code an `AgentCoreError` carries, with what it means (its `params` in backticks).
 

@@ -3,16 +3,17 @@
 `render_dag` draws the graph with the bidirectional component in `dag_component/` (a plain
 `index.html` + `dag.js` speaking Streamlit's components v1 protocol, no build step): the
 graph goes to the browser as JSON data, and a click on a node comes back as that step's id.
-vis-network is loaded from the component's own folder, copied there (and to the app's static
-folder) from the pinned pyvis package by `ensure_static_assets`; nothing loads from a CDN.
+vis-network is loaded from the component's own folder, where the bundle of the pinned pyvis
+(vis-network 9.1.2) is kept in the repository and ships in the wheel: an installed app writes
+nothing beside its code (a test holds the copy equal to pyvis's). Nothing loads from a CDN.
 Step text is drawn by vis-network on a canvas with `font.multi` off, so it is never parsed as
 markup, and `dag.js` builds tooltips and the legend with `textContent`, never `innerHTML`.
 When the component cannot be shown, `st.graphviz_chart` draws the same graph.
 
 `dag_html` writes the same graph as one self-contained page (used by `make bench`). pyvis
 writes the page; we then strip every tag that would load from a CDN (its Bootstrap and
-vis-network links) and load vis-network from `/app/static/`, copied there from the pinned
-pyvis package.
+vis-network links) and load vis-network from `/app/static/`, where `ensure_static_assets`
+copies it from the pinned pyvis package for an app served with static files on.
 
 In that page, step text (labels, tooltips) reaches the page only inside JSON strings that
 pyvis writes with Jinja's `tojson`, which writes `<`, `>`, `&` and `'` as JSON unicode
@@ -128,19 +129,19 @@ _AFTER_DRAW = """
 
 
 def ensure_static_assets() -> Path:
-    """Copy vis-network from pyvis into the static and DAG component folders (once).
+    """Copy vis-network from pyvis into the static folder (once), for `dag_html`'s pages.
 
-    Returns the static folder's copy. Each copy is written beside its target and renamed
-    into place, so a browser (or a second app process) never loads a half-written script.
+    Returns the copy. It is written beside its target and renamed into place, so a browser
+    (or a second app process) never loads a half-written script. The app itself needs no
+    copy: the DAG component ships its own (`COMPONENT_DIR`).
     """
-    for folder in (STATIC_DIR, COMPONENT_DIR):
-        target = folder / VIS_NETWORK_FILE
-        if not target.exists() or target.stat().st_size != _PYVIS_VIS.stat().st_size:
-            folder.mkdir(parents=True, exist_ok=True)
-            partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            shutil.copyfile(_PYVIS_VIS, partial)
-            os.replace(partial, target)
-    return STATIC_DIR / VIS_NETWORK_FILE
+    target = STATIC_DIR / VIS_NETWORK_FILE
+    if not target.exists() or target.stat().st_size != _PYVIS_VIS.stat().st_size:
+        STATIC_DIR.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        shutil.copyfile(_PYVIS_VIS, partial)
+        os.replace(partial, target)
+    return target
 
 
 def _tip(node: dict[str, Any]) -> str:
@@ -239,7 +240,14 @@ def declare_dag_component(name: str = COMPONENT_NAME) -> Any:
 
     Declared on each draw: Streamlit registers a component only while a script runs, and
     this module may have been imported before (a test, the CLI).
+
+    Raises:
+        FileNotFoundError: The component's copy of vis-network is missing (a broken
+            installation): drawn, the component would stay blank.
     """
+    bundle = COMPONENT_DIR / VIS_NETWORK_FILE
+    if not bundle.is_file():
+        raise FileNotFoundError(f"the DAG component's script is missing: {bundle}")
     return st_components.declare_component(name, path=str(COMPONENT_DIR))
 
 
@@ -273,10 +281,9 @@ def render_dag(
         return
     key = key or f"dag-{state.task_id}"
     try:
-        ensure_static_assets()  # A component without its script would stay blank.
         data = dag_data(state)
         component = declare_dag_component()
-    except Exception as exc:  # The static copy or the component failed: still show the graph.
+    except Exception as exc:  # The graph or the component failed: still show the graph.
         st.caption(f"Interactive graph unavailable ({type(exc).__name__}); showing Graphviz.")
         st.graphviz_chart(to_dot(collapse_older(build_dag(state), keep=MAX_DRAWN_STEPS)))
         return

@@ -16,12 +16,7 @@ from typing import Any
 import streamlit as st
 
 from agent_core.dag import STATUS_COLORS
-from components.dag_view import (
-    dag_options,
-    declare_dag_component,
-    ensure_static_assets,
-    on_node_click,
-)
+from components.dag_view import dag_options, declare_dag_component, on_node_click
 from stepwise.services.records import HopRecord, HopStatus, ServiceKind, TaskRecord, TaskStatus
 
 __all__ = ["PROPOSED_PREFIX", "TASK_NODE", "hop_dag_data", "hop_of_node", "render_hop_dag"]
@@ -202,9 +197,8 @@ def render_hop_dag(
     data = hop_dag_data(task, hops, kinds)
     key = f"hop-dag-{task.task_id}"
     try:
-        ensure_static_assets()  # A component without its script would stay blank.
         component = declare_dag_component("stepwise_hop_dag")
-    except Exception as exc:  # The static copy or the component failed: still show the hops.
+    except Exception as exc:  # The component failed (its script is missing): show the hops.
         st.caption(f"The hop graph is unavailable ({type(exc).__name__}); the hops are below.")
         return
     component(

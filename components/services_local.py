@@ -1,8 +1,9 @@
 """The local control plane: the quickstart's scripted demo services inside the app's process.
 
 "Local" on the Services page means this: the quickstart's two agents
-(`examples/services_quickstart.py`, on its scripted models), a human service whose requests
-wait in the page's inbox, and an `AgentOrchestrator` on the scripted demo router
+(`examples/services_quickstart.py`), played here by scripted models as the example plays them
+offline (this module ships in the package; the example does not), a human service whose
+requests wait in the page's inbox, and an `AgentOrchestrator` on the scripted demo router
 (`stepwise.services.demo`), all on a `SimpleMessageQueue` in one background thread, with the
 control plane's HTTP API on a free loopback port behind a random token. It starts once per
 server process (`st.cache_resource`), needs no Redis and makes no model calls, so `make run`
@@ -14,17 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import secrets
 import socket
-import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from types import ModuleType
 
 from agent_core import AgentRunner
+from agent_core.llms import ChatMessage, ChatResponse, FunctionLLM, ToolCall, ToolSpec
 from agent_core.store import Store
 from agent_core.tools import FunctionTool
 from agent_core.workers import FunctionCallingAgentWorker
@@ -46,7 +45,8 @@ __all__ = [
     "stop_local_control_planes",
 ]
 
-QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "services_quickstart.py"
+SECRET_FACT = "The secret fact is: A baby llama is called a 'Cria'."
+DUMB_FACT = "Llamas hum to each other."
 DEMO_NOTE = (
     "Scripted demo services, running inside this app: the quickstart's secret_fact_agent and "
     "dumb_fact_agent, and a human service that asks you in the inbox. The orchestrator is a "
@@ -82,24 +82,32 @@ class LocalControlPlane:
 _started: list[LocalControlPlane] = []
 
 
-def _quickstart() -> ModuleType:
-    name = "stepwise_services_quickstart"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, QUICKSTART)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+def get_the_secret_fact() -> str:
+    """Returns the secret fact."""
+    return SECRET_FACT
+
+
+def _last_tool_answer(messages: Sequence[ChatMessage]) -> str | None:
+    answers = [message.content for message in messages if message.role == "tool"]
+    return answers[-1] if answers else None
+
+
+def _secret_agent(messages: list[ChatMessage], tools: list[ToolSpec]) -> ChatResponse | str:
+    """Call the secret-fact tool, then answer with what it said."""
+    answer = _last_tool_answer(messages)
+    if answer is not None:
+        return answer
+    call = ToolCall(id="call_get_the_secret_fact", name="get_the_secret_fact", args={})
+    return ChatResponse(message=ChatMessage(role="assistant", tool_calls=(call,)))
 
 
 def demo_services(queue: SimpleMessageQueue, store: Store) -> list[BaseService]:
     """The quickstart's two agents (their tasks in `store`) and a human service."""
-    quickstart = _quickstart()
-    llms = quickstart.scripted_llms()
-    tool = FunctionTool.from_defaults(fn=quickstart.get_the_secret_fact)
-    secret = FunctionCallingAgentWorker.from_tools([tool], llm=llms.secret_agent)
-    dumb = FunctionCallingAgentWorker.from_tools([], llm=llms.dumb_agent)
+    secret_llm = FunctionLLM(_secret_agent, model="scripted secret agent")
+    dumb_llm = FunctionLLM(lambda messages, tools: DUMB_FACT, model="scripted dumb")
+    tool = FunctionTool.from_defaults(fn=get_the_secret_fact)
+    secret = FunctionCallingAgentWorker.from_tools([tool], llm=secret_llm)
+    dumb = FunctionCallingAgentWorker.from_tools([], llm=dumb_llm)
     return [
         AgentService(
             AgentRunner(secret, store=store, conversation_id=None),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import httpx
 import streamlit as st
 
-from components import state
+from components import navigation, state
 from components.hop_dag import render_hop_dag
 from components.messages import plain
 from components.services_connection import Connection, explain_error
@@ -30,7 +30,7 @@ def _select_hop(task_id: str, hop_id: str | None) -> None:
 
 def _open_in_stepper(task_id: str) -> None:
     state.set_current_task_id(task_id)
-    st.switch_page("pages/stepper.py")
+    navigation.switch_to("stepper")
 
 
 def _service_task(hop: HopRecord) -> None:

@@ -20,7 +20,7 @@ from agent_core.store.base import Store, TaskSummary
 from agent_core.task_files import workspace_folder
 from agent_core.trace import MAX_TRACE_BYTES, export_trace, import_trace
 from agent_core.types import Task, TaskStatus, short_id
-from components import runtime, state
+from components import navigation, runtime, state
 from components.actions import attempt
 from components.messages import cost_text, plain, plural
 from components.task_form import agent_label, model_label
@@ -188,7 +188,7 @@ def render_task_row(task: TaskSummary, *, store: Store) -> None:
         info.caption(summary_line(task))
         if open_col.button("Open", key=f"open-{task_id}"):
             state.set_current_task_id(task_id)
-            st.switch_page("pages/stepper.py")
+            navigation.switch_to("stepper")
         export_col.download_button(
             "Export",
             data=trace_data(store, task_id),
@@ -234,7 +234,7 @@ def render_import() -> None:
             return
         state.push_notice("success", f"Imported task {short_id(task_id)}. {READ_ONLY_NOTE}")
         state.set_current_task_id(task_id)
-        st.switch_page("pages/stepper.py")
+        navigation.switch_to("stepper")
 
 
 def _try_import(data: bytes) -> str | None:

@@ -1,25 +1,8 @@
-"""Start: what Stepwise is, in two lines, and a link to each page."""
+"""Start: what Stepwise is, in two lines, and a link to each page.
 
-from __future__ import annotations
+The page ships in the package (`stepwise.app.views.home`); this file runs it for `make run`.
+"""
 
-import streamlit as st
+from stepwise.app.views.home import render
 
-from components.intro import render_intro
-
-st.title("Stepwise", anchor=False)
-render_intro()
-st.page_link(
-    "pages/stepper.py",
-    label="Stepper: run a task step by step, or try a demo scenario",
-    icon=":material/play_arrow:",
-)
-st.page_link(
-    "pages/tasks.py",
-    label="Tasks: open, export, delete or import the tasks you ran",
-    icon=":material/list:",
-)
-st.page_link(
-    "pages/settings.py",
-    label="Settings: the model, your keys and prices",
-    icon=":material/settings:",
-)
+render()

@@ -1,25 +1,8 @@
-"""Settings: the model provider, the model, keys for this session only, and prices."""
+"""Settings: the model provider, the model, keys for this session only, and prices.
 
-from __future__ import annotations
+The page ships in the package (`stepwise.app.views.settings`); this file runs it for `make run`.
+"""
 
-import streamlit as st
+from stepwise.app.views.settings import render
 
-from components import state
-from components.actions import show_notice
-from components.settings_form import (
-    load_secret_keys,
-    render_key_section,
-    render_model_section,
-    render_price_section,
-)
-
-state.load_saved_settings()  # Before the notice: a saved setting that cannot be read says so.
-show_notice()
-st.header("Settings")
-# Before anything reads keys, so a key from .streamlit/secrets.toml shows as set.
-load_secret_keys()
-render_model_section()
-st.divider()
-render_key_section()
-st.divider()
-render_price_section()
+render()

@@ -51,11 +51,17 @@ _LAZY = {
     "OpenAILLM": "agent_core.llms.openai",
     "AnthropicLLM": "agent_core.llms.anthropic",
 }
+_EXTRA = {"AnthropicLLM": "anthropic"}
+"""The extra that installs an adapter's SDK (the OpenAI SDK is in the core)."""
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
+        if name in _EXTRA:
+            from agent_core.extras import require
+
+            require(_EXTRA[name], feature=name)  # A missing SDK names its pip install line.
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'agent_core.llms' has no attribute {name!r}")

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_core.errors import UserError
+from agent_core.extras import require
 from agent_core.telemetry import hooks
 
 if TYPE_CHECKING:
@@ -53,12 +54,14 @@ def instrument(
     Raises:
         UserError: Both `tracer_provider` and `endpoint` were given, or the endpoint is not
             an http(s) URL.
+        MissingExtraError: OpenTelemetry is not installed (`stepwise[otel]`).
     """
     if tracer_provider is not None and endpoint is not None:
         raise UserError(
             "give instrument() a tracer_provider or an endpoint, not both: "
             "add an OTLP exporter to your provider instead"
         )
+    require("otel", feature="tracing (telemetry.instrument)")
     from agent_core.telemetry.spans import Tracing, capture_from_environment
 
     capture = capture_content or capture_from_environment()

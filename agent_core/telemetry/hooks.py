@@ -60,6 +60,9 @@ def _from_environment() -> Tracing | None:
         if isinstance(tracing, _Unresolved):
             endpoint = os.environ.get(ENDPOINT_ENV, "").strip()
             if endpoint:
+                from agent_core.extras import require
+
+                require("otel", feature=f"tracing (${ENDPOINT_ENV} is set)")
                 from agent_core.telemetry.spans import Tracing
 
                 tracing = Tracing.for_endpoint(endpoint)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agent_core.errors import AgentCoreError, UserError
+from agent_core.extras import require
 from agent_core.user_code.registry import EntryKind, parse_entry
 from stepwise.cli.services_args import add_services_parser
 
@@ -32,7 +33,7 @@ Examples:
   stepwise ui --agent my_agent=my_agent.py:build_agent --tools my_tools=my_tools.py
   stepwise ui --db runs.db --port 8502
 
-`stepwise ui` runs from a source checkout or an editable install (pip install -e .).
+The app needs Stepwise's app extra: pip install "stepwise[app]".
 """
 
 
@@ -157,9 +158,10 @@ def _by_name(
 
 
 def _services(args: argparse.Namespace) -> int:
-    from stepwise.cli.services import run_services
-
     try:
+        require("services", feature="stepwise services")
+        from stepwise.cli.services import run_services
+
         return run_services(args)
     except AgentCoreError as exc:
         print(f"stepwise services: {exc}", file=sys.stderr)

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from agent_core.extras import require
 from stepwise.cli.ui import DB_ENV, ui_environment
 
 __all__ = ["run_server"]
@@ -26,7 +27,9 @@ def run_server(
 
     Raises:
         UserError: `host` is not a loopback address and no token is set.
+        MissingExtraError: FastAPI or uvicorn is not installed (`stepwise[server]`).
     """
+    require("server", feature="stepwise serve")
     import uvicorn
 
     from stepwise.http.settings import check_exposure

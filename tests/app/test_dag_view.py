@@ -248,8 +248,6 @@ def test_ensure_static_assets_copies_vis_network_and_repairs_a_stale_copy(
 ) -> None:
     static = tmp_path / "static"
     monkeypatch.setattr(dag_view, "STATIC_DIR", static)
-    component = tmp_path / "component"
-    monkeypatch.setattr(dag_view, "COMPONENT_DIR", component)
     bundle = (
         Path(dag_view.pyvis.__file__).parent / "lib/vis-9.1.2/vis-network.min.js"
     ).read_bytes()
@@ -258,15 +256,19 @@ def test_ensure_static_assets_copies_vis_network_and_repairs_a_stale_copy(
 
     assert target == static / "vis-network.min.js"
     assert target.read_bytes() == bundle
-    assert (component / "vis-network.min.js").read_bytes() == bundle  # The DAG component's.
     assert b"vis-network" in bundle[:400]  # The real bundle, not an empty file.
-    for copy in (target, component / "vis-network.min.js"):
-        copy.write_bytes(bundle[:1000])  # A copy cut short (an interrupted earlier copy).
+    target.write_bytes(bundle[:1000])  # A copy cut short (an interrupted earlier copy).
     dag_view.ensure_static_assets()
     assert target.read_bytes() == bundle
-    assert (component / "vis-network.min.js").read_bytes() == bundle
-    for folder in (static, component):
-        assert sorted(p.name for p in folder.iterdir()) == ["vis-network.min.js"]
+    assert sorted(p.name for p in static.iterdir()) == ["vis-network.min.js"]
+
+
+def test_the_component_ships_the_pinned_pyvis_bundle_of_vis_network() -> None:
+    # Kept in the repository and shipped in the wheel, so an installed app writes nothing
+    # beside its code: it must stay the bundle of the pyvis the lock pins.
+    shipped = (dag_view.COMPONENT_DIR / "vis-network.min.js").read_bytes()
+    assert shipped == dag_view._PYVIS_VIS.read_bytes()
+    assert b"@version 9.1.2" in shipped[:400]
 
 
 def _app(steps: int) -> None:
@@ -329,7 +331,11 @@ def test_render_dag_falls_back_to_graphviz_when_the_graph_cannot_be_built(
 def test_render_dag_falls_back_when_vis_network_cannot_be_served(
     static_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(dag_view, "_PYVIS_VIS", static_dir.parent / "missing.js")
+    # A broken installation: the component's folder without its copy of vis-network.
+    broken = static_dir.parent / "component"
+    broken.mkdir()
+    (broken / "index.html").write_text("<html></html>")
+    monkeypatch.setattr(dag_view, "COMPONENT_DIR", broken)
 
     app = _run(1)
 

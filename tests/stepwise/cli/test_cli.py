@@ -76,19 +76,33 @@ def test_a_folder_is_not_a_database(capsys, tmp_path):
     assert "is a folder" in refused(capsys, "--db", str(tmp_path))
 
 
-def test_the_app_runs_as_make_run_runs_it(monkeypatch):
+def test_the_installed_app_runs_with_the_settings_that_ship_beside_it():
     command = ui.streamlit_command(port=8765)
-    assert command[:5] == [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py")]
-    flags = dict(zip(command[5::2], command[6::2], strict=True))
-    # .streamlit/config.toml, which Streamlit would not find from the user's folder.
+    entry = ROOT / "stepwise" / "app" / "_entry" / "stepwise_app.py"
+    # -P: the user's folder does not go first on sys.path, where it would shadow the app's own.
+    assert command[:6] == [sys.executable, "-P", "-m", "streamlit", "run", str(entry)]
+    assert entry.is_file()
+    flags = dict(zip(command[6::2], command[7::2], strict=True))
+    # stepwise/app/config.toml, as Streamlit would not find .streamlit/ from the user's folder.
     assert flags["--server.address"] == "localhost"
     assert flags["--server.headless"] == "true"
-    assert flags["--server.enableStaticServing"] == "true"
     assert flags["--browser.gatherUsageStats"] == "false"
     assert flags["--runner.magicEnabled"] == "false"
     assert flags["--server.port"] == "8765" and command.count("--server.port") == 1
     default = ui.streamlit_command()
-    assert dict(zip(default[5::2], default[6::2], strict=True))["--server.port"] == "8501"
+    assert dict(zip(default[6::2], default[7::2], strict=True))["--server.port"] == "8501"
+
+
+def test_the_shipped_settings_are_the_checkouts_make_run_settings():
+    import tomllib
+
+    from stepwise.app.config import streamlit_options
+
+    make_run = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    shipped = tomllib.loads((ROOT / "stepwise" / "app" / "config.toml").read_text())
+    assert shipped == make_run
+    assert streamlit_options()["server.headless"] == "true"
+    assert len(streamlit_options()) == sum(len(table) for table in shipped.values())
 
 
 def test_the_environment_carries_the_database_and_the_entries_to_the_registry(tmp_path):

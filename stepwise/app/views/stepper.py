@@ -1,0 +1,573 @@
+"""Stepper: run a task one step at a time, steer it, undo it, and watch its DAG grow.
+
+The page keeps only the task id in the session (and in the URL, so a reload finds the task
+again); everything else is read from the store on each rerun. Text that came from a person
+or a model is shown with `st.code`, never through markdown.
+
+A control that cannot work now is drawn disabled, with the reason on hover. Every action
+acts on the task as the page showed it (`components.task_version`): a task changed in
+another tab refuses it and the page shows its current state.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+import streamlit as st
+
+from agent_core import ParallelAgentRunner, StepRun
+from agent_core.dag import build_dag
+from agent_core.errors import AgentCoreError, UserCodeError
+from agent_core.llms.scripted import HumanLLM
+from agent_core.types import StepKind, StepStatus, TaskState, TaskStatus, TaskStepOutput
+from components import run_until_job, runtime, state, task_version
+from components.actions import show_message, show_notice
+from components.breakpoint_picker import chosen_breakpoints, render_breakpoints
+from components.graph_panel import render_graph_panel
+from components.live_step import render_live_step, watch_live_steps
+from components.memory_view import render_memory
+from components.messages import plural
+from components.step_card import render_step_card
+from components.step_editor import preview_messages, render_upcoming_step
+from components.task_form import agent_label, model_label, render_create_form
+from components.task_list import usage_cost_text
+from components.user_code_view import render_code_error
+from components.workspace_view import render_workspace
+
+logger = logging.getLogger("stepwise.app")
+
+CARDS_SHOWN = 10
+"""Completed steps drawn as cards on each rerun (the newest); the rest on request."""
+TASK_PARAM = "task"
+"""The URL query parameter holding the task id, so a page reload keeps the task."""
+_SHOWN_STATUSES = (StepStatus.COMPLETED, StepStatus.UNDONE, StepStatus.SKIPPED)
+_RUNNABLE = (TaskStatus.ACTIVE, TaskStatus.FAILED)
+"""Task statuses whose steps can still run (a failed step waits to be fixed and retried)."""
+# A tool name plain enough for a notice (notices are markdown).
+_PLAIN_NAME = re.compile(r"[\w.-]{1,40}")
+_ANSWERED = (
+    "The agent answered. Press Finalize to finish the task, or Undo to go back before the "
+    "answer and steer it."
+)
+
+
+@dataclass(frozen=True)
+class _View:
+    """One page run's view of the task: what it drew, and what its controls may do."""
+
+    runner: ParallelAgentRunner
+    task_state: TaskState
+    why_read_only: str
+    """Why nothing can run ("" when the task is active and its runner is built)."""
+    human: HumanLLM | None
+    live: frozenset[str]
+    """Steps running in the runtime now."""
+    until_running: bool
+
+    @property
+    def active(self) -> bool:
+        return not self.why_read_only
+
+    @property
+    def task_id(self) -> str:
+        return self.task_state.task_id
+
+    @property
+    def answered(self) -> bool:
+        """The last step gave the answer and nothing is queued: Finalize or Undo."""
+        last = self.task_state.last_output
+        return last is not None and last.is_last and not self.task_state.queue
+
+
+def _current_task_id() -> str | None:
+    """The session's task, else the one in the URL (a reload starts a new session)."""
+    task_id = state.current_task_id()
+    url_id = st.query_params.get(TASK_PARAM)
+    if task_id is None and url_id:
+        state.set_current_task_id(url_id)
+        return url_id
+    if task_id is not None and url_id != task_id:
+        st.query_params[TASK_PARAM] = task_id
+    return task_id
+
+
+def _leave_task() -> None:
+    state.set_current_task_id(None)
+    st.query_params.pop(TASK_PARAM, None)
+
+
+def _human_llm(runner: ParallelAgentRunner) -> HumanLLM | None:
+    llm = getattr(runner.agent_worker, "llm", None)
+    return llm if isinstance(llm, HumanLLM) else None
+
+
+def _header(task_state: TaskState) -> None:
+    task = task_state.task
+    st.caption("Task")
+    text = task.input[:2000] + ("…" if len(task.input) > 2000 else "")
+    st.code(text, language=None, wrap_lines=True)
+    usage = task.usage
+    status = task.status.value + (" · imported, read only" if task.imported else "")
+    parts = [
+        f"Status: **{status}**",
+        f"{plural(len(task_state.completed), 'step')} done",
+        f"{len(task_state.queue):,} upcoming",
+        plural(usage.total_tokens, "token"),
+        usage_cost_text(usage),
+    ]
+    st.caption(" · ".join(part for part in parts if part))
+    spec = runtime.spec_of(task.task_id)
+    st.text(f"Model: {model_label(spec)} · Agent: {agent_label(spec)}")  # names: not markdown
+
+
+def _nothing_queued(view: _View) -> str:
+    if view.answered:
+        return "Nothing queued: the agent answered. Press Finalize, or Undo to go back."
+    return "Nothing queued: press Undo to go back."
+
+
+def _run_reason(view: _View, *, until: bool) -> str:
+    """Why Run ready steps (or Run until) cannot work now; "" when it can."""
+    if not view.active:
+        return view.why_read_only
+    if until and view.until_running:
+        return "Run until is running: Stop run until ends it."
+    if view.human is not None:
+        return "You are the model: each reply is typed, so run one step at a time (Run step)."
+    task_state = view.task_state
+    if not task_state.queue:
+        return _nothing_queued(view)
+    waiting = [task_state.steps[s] for s in task_state.queue if s not in view.live]
+    if not waiting:
+        return "Every upcoming step is running: wait for it, or press Stop."
+    if not any(task_state.is_ready(step) for step in waiting):
+        return "No step is ready: each upcoming step waits for another to finish."
+    return ""
+
+
+def _undo_reason(view: _View) -> str:
+    if view.task_state.task.imported:
+        return "Imported from a trace: this copy is read only, so nothing can be undone."
+    if not view.active:
+        return view.why_read_only
+    if not view.task_state.completed:
+        return "Nothing to undo: no step has run yet."
+    if view.live or view.until_running:
+        return "A step is running: wait for it, or press Stop."
+    return ""
+
+
+def _ran_text(outputs: list[TaskStepOutput]) -> str:
+    """What Run ready steps ran, as "Ran steps 4 and 5: add, multiply." (plain names only)."""
+    if not outputs:
+        return "No step was ready."
+    numbers = [str(o.task_step.number or "?") for o in outputs]
+    names = []
+    for output in outputs:
+        step = output.task_step
+        calls = [c.tool_name for c in output.tool_calls if _PLAIN_NAME.fullmatch(c.tool_name)]
+        names.append(", ".join(calls) if step.kind is StepKind.TOOL and calls else step.kind.value)
+    if len(numbers) == 1:
+        return f"Ran step {numbers[0]}: {names[0]}."
+    listed = ", ".join(numbers[:-1]) + " and " + numbers[-1]
+    return f"Ran steps {listed}: {', '.join(names)}."
+
+
+# --- actions: button callbacks, so a click is answered before the page is drawn, even when
+# --- the task changed meanwhile and the button is drawn differently (or not at all).
+
+
+_CONTROLS = run_until_job.WHERE
+"""Where the notices of the task's buttons (Run until, Undo, Finalize...) are shown."""
+
+
+def _on_run_ready_steps(runner: ParallelAgentRunner, task_id: str) -> None:
+    ran: list[TaskStepOutput] = []
+
+    def run() -> None:
+        ran.extend(runner.run_steps_in_queue(task_id))
+
+    with st.spinner("Running the ready steps…"):
+        if task_version.act(runner, task_id, run, where=_CONTROLS):
+            state.push_notice("success", _ran_text(ran))
+
+
+def _on_run_until(runner: ParallelAgentRunner, task_id: str) -> None:
+    stops = chosen_breakpoints()
+    start = lambda: run_until_job.start(runner, task_id, stops)  # noqa: E731
+    task_version.act(runner, task_id, start, where=_CONTROLS)
+
+
+def _on_undo(runner: ParallelAgentRunner, task_id: str) -> None:
+    undo = lambda: runner.undo_step(task_id)  # noqa: E731
+    task_version.act(runner, task_id, undo, success="Undid the last step.", where=_CONTROLS)
+
+
+def _on_finalize(runner: ParallelAgentRunner, task_id: str) -> None:
+    finalize = lambda: runner.finalize_response(task_id)  # noqa: E731
+    task_version.act(runner, task_id, finalize, success="Task finished.", where=_CONTROLS)
+
+
+def _on_abandon(runner: ParallelAgentRunner, task_id: str) -> None:
+    abandon = lambda: runner.abandon_task(task_id)  # noqa: E731
+    task_version.act(runner, task_id, abandon, success="Task abandoned.", where=_CONTROLS)
+
+
+def _abandon(view: _View, column: Any) -> None:
+    """Abandon, after a second click in its popover (like Delete on the Tasks page)."""
+    with column.popover(
+        "Abandon",
+        key="abandon",
+        disabled=not view.active,
+        help=view.why_read_only or "Stops the task for good; its steps stay to inspect.",
+    ):
+        st.caption(
+            "Abandon this task? No step of it can run, be undone or finalized again; its steps "
+            "stay here to inspect."
+        )
+        st.button(
+            "Abandon for good",
+            key="abandon-confirm",
+            type="primary",
+            disabled=not view.active,  # A popover left open after abandoning stays harmless.
+            on_click=_on_abandon,
+            args=(view.runner, view.task_id),
+        )
+
+
+def _controls(view: _View) -> None:
+    task_state = view.task_state
+    on = (view.runner, view.task_id)
+    columns = st.columns([1.5, 1, 1, 1, 1.1, 1.1, 2.8])
+    ready_reason = _run_reason(view, until=False)
+    columns[0].button(
+        "Run ready steps",
+        key="act-run-ready",
+        disabled=bool(ready_reason),
+        help=ready_reason or "Runs every ready step at once (parallel plan items and tool calls).",
+        on_click=_on_run_ready_steps,
+        args=on,
+    )
+    until_reason = _run_reason(view, until=True)
+    columns[1].button(
+        "Run until",
+        key="act-run-until",
+        disabled=bool(until_reason),
+        help=until_reason
+        or "Runs steps until a stop you set under Breakpoints, the last step, or a tool call "
+        "awaiting approval. Pressed at a stop, it goes on past it. It goes on if you reload; "
+        "Stop run until ends it.",
+        on_click=_on_run_until,
+        args=on,
+    )
+    undo_reason = _undo_reason(view)
+    columns[2].button(
+        "Undo",
+        key="act-undo",
+        disabled=bool(undo_reason),
+        help=undo_reason or "Reverts the last step: it is upcoming again, to edit and rerun.",
+        on_click=_on_undo,
+        args=on,
+    )
+    finalize_reason = view.why_read_only or (
+        "" if view.answered else "The agent has not answered yet: run its steps first."
+    )
+    columns[3].button(
+        "Finalize",
+        key="act-finalize",
+        disabled=bool(finalize_reason),
+        help=finalize_reason or "Finishes the task with the agent's answer.",
+        on_click=_on_finalize,
+        args=on,
+    )
+    _abandon(view, columns[4])
+    if columns[5].button("New task"):
+        _leave_task()
+        st.rerun()
+    with columns[6]:
+        render_breakpoints(steps_done=len(task_state.completed), disabled=not view.active)
+
+
+_FEEDBACK = "feedback-text"
+_FEEDBACK_PROBLEM = "stepwise.feedback_problem"
+
+
+def _send_feedback(runner: ParallelAgentRunner, task_id: str) -> None:
+    """Add the typed feedback; the box is emptied only once it was added (never lost)."""
+    text = st.session_state.get(_FEEDBACK, "")
+    if not text.strip():
+        st.session_state[_FEEDBACK_PROBLEM] = "Type the feedback first."
+        return
+    add = lambda: runner.add_feedback(task_id, text)  # noqa: E731
+    if task_version.act(runner, task_id, add, success="Feedback added."):
+        st.session_state[_FEEDBACK] = ""
+
+
+def _feedback(view: _View) -> None:
+    if view.answered:
+        st.info(_ANSWERED)  # Feedback now would have no step to read it.
+        return
+    with st.form("feedback", border=False):
+        st.text_input(
+            "Add feedback (a message the model reads before its next step)", key=_FEEDBACK
+        )
+        problem = st.session_state.pop(_FEEDBACK_PROBLEM, None)
+        if problem:
+            st.warning(problem)
+        # A callback runs before the page draws: it may empty the box, and a refused text
+        # stays in it to send again.
+        st.form_submit_button(
+            "Add feedback", on_click=_send_feedback, args=(view.runner, view.task_id)
+        )
+
+
+def _finished(view: _View) -> None:
+    task_state = view.task_state
+    status = task_state.task.status
+    last = task_state.last_output
+    if status is TaskStatus.COMPLETED and last is not None:
+        st.success("Finished. The final answer:")
+        st.code("" if last.output is None else str(last.output), language=None, wrap_lines=True)
+    elif status is TaskStatus.ABANDONED:
+        st.info("This task was abandoned: its steps stay here to inspect. Start a new task.")
+    elif view.answered:
+        if not view.active:
+            st.caption("The agent answered; this task is read only.")
+        # Active: the line in place of the feedback box says what to do.
+    else:
+        st.caption(_nothing_queued(view))
+
+
+def _upcoming(view: _View) -> list[tuple[StepRun, Any]]:
+    """Draw the queue; returns the steps running in the runtime, with where to stream them."""
+    st.subheader("Upcoming steps", anchor=False)
+    runner, task_state = view.runner, view.task_state
+    runs = [run for run in runner.running_steps(task_state.task_id) if run.step_id in view.live]
+    watched = [(run, render_live_step(runner, run)) for run in runs]
+    steps = task_state.step_queue
+    if not steps or task_state.task.status in (TaskStatus.COMPLETED, TaskStatus.ABANDONED):
+        _finished(view)
+    # Steps that can run now first: a call waiting for approval is not under steps that wait.
+    waiting = sorted(
+        (step for step in steps if step.step_id not in view.live),
+        key=lambda step: not task_state.is_ready(step),
+    )
+    if not view.active:
+        for step in waiting:
+            st.caption(f"{step.kind.value} step (not run: {view.why_read_only})")
+        return watched
+    for step in waiting:
+        render_upcoming_step(runner, task_state, step, human=view.human)
+    return watched
+
+
+# How many cards the history shows for a task: (task id, count), grown by "Show … older".
+_MORE = "stepwise.history_shown"
+
+
+def _show_more(task_id: str, count: int) -> None:
+    st.session_state[_MORE] = (task_id, count + CARDS_SHOWN)
+
+
+@st.fragment
+def _history(runner: ParallelAgentRunner, task_state: TaskState) -> None:
+    """The completed steps, newest first; older cards are built only when asked for.
+
+    A fragment: showing more cards redraws these cards, not the controls, queue and DAG.
+    """
+    st.subheader("Completed steps", anchor=False)
+    total = len(task_state.outputs)
+    if not total:
+        st.caption("No step has run yet.")
+        return
+    undone = total - len(task_state.completed)
+    label = f"Show all {plural(total, 'step')}" + (f" ({undone} undone)" if undone > 0 else "")
+    if total > CARDS_SHOWN and st.checkbox(label, key="show-all"):
+        _all_steps(runner, task_state)
+        return
+    more: Any = st.session_state.get(_MORE)
+    count = more[1] if more and more[0] == task_state.task_id else CARDS_SHOWN
+    newest_first = reversed(task_state.outputs)  # dicts keep commit order: no sort, no copy
+    last = task_state.last_output
+    for step_id in islice(newest_first, count):
+        output = task_state.outputs[step_id]
+        if output.task_step.status in _SHOWN_STATUSES:
+            _card(runner, task_state, output, expanded=output is last)
+    if total > count:
+        st.button(
+            f"Show {min(CARDS_SHOWN, total - count)} older steps",
+            key="show-more",
+            on_click=_show_more,
+            args=(task_state.task_id, count),
+        )
+
+
+def _card(
+    runner: ParallelAgentRunner,
+    task_state: TaskState,
+    output: TaskStepOutput,
+    *,
+    expanded: bool,
+    key: str = "card",
+) -> None:
+    step_id = output.task_step.step_id
+    load = functools.partial(runner.get_messages_sent, task_state.task_id, step_id)
+    render_step_card(output, expanded=expanded, key=key, load_messages_sent=load)
+
+
+def _all_steps(runner: ParallelAgentRunner, task_state: TaskState) -> None:
+    """Every step as one row of a table; the row picked opens as a card below it.
+
+    Hundreds of cards are too many for a browser to draw on every click; a table row is cheap.
+    """
+    labels = build_dag(task_state).nodes
+    outputs = [
+        o for o in reversed(task_state.outputs.values()) if o.task_step.status in _SHOWN_STATUSES
+    ]
+    rows = [
+        {
+            "Step": o.task_step.number,
+            "What it did": labels[o.task_step.step_id].get("label", ""),
+            "Status": o.task_step.status.value,
+            "Tokens": o.usage.total_tokens,
+            "Cost": usage_cost_text(o.usage),
+            "Latency (ms)": round(o.latency_ms),
+        }
+        for o in outputs
+    ]
+    st.caption("Pick a row to open its step's card.")
+    picked = st.dataframe(
+        rows,
+        hide_index=True,
+        on_select="rerun",
+        selection_mode="single-row",
+        key="all-steps",
+        width="stretch",
+    )
+    chosen = picked.selection.rows  # type: ignore[attr-defined]
+    if chosen:
+        _card(runner, task_state, outputs[chosen[0]], expanded=True, key="table")
+
+
+def _memory(view: _View) -> None:
+    task_state = view.task_state
+    with st.expander("What the model sees next"):
+        ready = (s for s in task_state.step_queue if task_state.is_ready(s))
+        step = next(ready, None)
+        messages = preview_messages(view.runner, task_state.task_id, step, None)
+        if not messages and step is not None:
+            st.caption(f"The next step ({step.kind.value}) makes no model call.")
+        else:
+            render_memory(messages, key="next")
+
+
+def _runner_for(task_id: str) -> tuple[ParallelAgentRunner, AgentCoreError | None]:
+    """The task's runner, or a read-only one and why its own could not be built.
+
+    A task that can no longer run (finished, abandoned, imported from a trace) is read with
+    the reader: its agent is never rebuilt, so a trace naming someone's code imports nothing.
+    """
+    reader = runtime.reader()
+    task = reader.get_task(task_id)
+    if task.status not in _RUNNABLE or task.imported:
+        return reader, None
+    try:
+        return runtime.runner_for(runtime.spec_of(task_id)), None
+    except AgentCoreError as exc:  # No key for its provider, say: still show the task.
+        return reader, exc
+
+
+def _problem(problem: AgentCoreError) -> None:
+    if isinstance(problem, UserCodeError):
+        render_code_error(problem, headline="Read only: your agent could not be loaded.")
+        st.caption("Fix your code, then press Reload my code on the New task form.")
+    else:
+        show_message("warning", problem, headline="Read only: this task's model is not set up.")
+
+
+def _why_read_only(task_state: TaskState, problem: AgentCoreError | None) -> str:
+    task = task_state.task
+    if task.imported:
+        return "Imported from a trace: this copy is read only."
+    if task.status is TaskStatus.COMPLETED:
+        return "The task is finished."
+    if task.status is TaskStatus.ABANDONED:
+        return "The task was abandoned."
+    if isinstance(problem, UserCodeError):
+        return "Read only: your agent could not be loaded (see above)."
+    if problem is not None:
+        return "Read only: this task's model is not set up (see above)."
+    return ""
+
+
+def _task_view(task_id: str) -> None:
+    runner, problem = _runner_for(task_id)
+    task_state = runner.snapshot_task_state(task_id)  # Steps may commit while this draws.
+    why_read_only = _why_read_only(task_state, problem)
+    _header(task_state)
+    if problem is not None:
+        _problem(problem)
+    until_running = run_until_job.render_running(task_id)
+    view = _View(
+        runner=runner,
+        task_state=task_state,
+        why_read_only=why_read_only,
+        human=None if why_read_only else _human_llm(runner),
+        live=frozenset(run.step_id for run in runner.running_steps(task_id)),
+        until_running=until_running,
+    )
+    _controls(view)
+    show_notice(where=_CONTROLS)  # What a control just did, right under the controls.
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        watched = _upcoming(view)
+        if view.active:
+            _feedback(view)
+        _history(runner, task_state)
+    with right:
+        render_graph_panel(runner, task_state, active=view.active)
+        if problem is None:
+            _memory(view)
+        render_workspace(task_state)
+    task_version.remember(task_state)  # Drawn: the next click acts on this version.
+
+    def changed() -> bool:
+        return runner.get_task_state(task_id).version != task_state.version
+
+    watch_live_steps(watched, changed=changed)  # Last: the page is drawn while a step streams.
+    if until_running:
+        drawn = {run.step_id for run, _ in watched}
+        run_until_job.wait_while_running(runner, task_id, drawn, drawn_version=task_state.version)
+    if changed():
+        st.rerun()  # A step ended while the page was drawn: show what it left.
+
+
+def _cannot_show(task_id: str, error: Exception) -> None:
+    """Say why the task could not be drawn, with a way back; never a traceback on the page."""
+    if not isinstance(error, AgentCoreError):
+        logger.exception("showing task %s failed", task_id)
+    show_message("error", error, headline="This task could not be shown.")
+    if st.button("Back to a new task"):
+        _leave_task()
+        st.rerun()
+
+
+def render() -> None:
+    """Draw the Stepper page: the new-task form, or the current task."""
+    state.load_saved_settings()  # Before the notice: a saved setting that cannot be read says so.
+    current = _current_task_id()
+    if current is not None:
+        run_until_job.report_finished(current)  # Before the notice: this page run shows it.
+    show_notice()
+    if current is None:
+        render_create_form()
+        return
+    try:
+        _task_view(current)
+    except Exception as error:  # st.rerun() and st.stop() are not Exceptions: they pass.
+        _cannot_show(current, error)

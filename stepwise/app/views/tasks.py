@@ -1,0 +1,45 @@
+"""Tasks: every task in the store, to open, delete, export as a trace, or import one."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components import runtime
+from components.actions import show_notice
+from components.task_list import (
+    ALL_STATUSES,
+    PAGE_SIZE,
+    filter_tasks,
+    render_import,
+    render_task_row,
+    status_options,
+)
+
+
+def render() -> None:
+    """Draw the Tasks page."""
+    show_notice()
+    st.header("Tasks")
+    tasks = runtime.reader().list_tasks()
+    render_import()
+    if not tasks:
+        st.caption("No tasks yet: create one on the Stepper page, or import a trace.")
+        st.stop()
+
+    options = status_options(tasks)
+    status_col, search_col = st.columns([1, 2])
+    status = status_col.selectbox(
+        "Status", list(options), format_func=options.__getitem__, key="tasks-status"
+    )
+    query = search_col.text_input("Search the task inputs", key="tasks-query")
+    shown = filter_tasks(tasks, status=status or ALL_STATUSES, query=query)
+    if len(shown) > PAGE_SIZE and not st.toggle(
+        f"Show all {len(shown)} tasks", key="tasks-show-all"
+    ):
+        st.caption(f"The {PAGE_SIZE} most recently updated of {len(shown)} tasks.")
+        shown = shown[:PAGE_SIZE]
+    if not shown:
+        st.caption("No task matches the filter.")
+    store = runtime.shared_store()
+    for task in shown:
+        render_task_row(task, store=store)
