@@ -49,11 +49,13 @@ from agent_core.user_code.config import (
     EntryKind,
     check_entry,
     env_entries,
+    is_file_ref,
     parse_entry,
     read_config,
     resolve_target,
 )
 from agent_core.user_code.imports import forget_user_modules, import_user_module, user_traceback
+from agent_core.user_code.shadowing import explain_clash
 from agent_core.workers.base import BaseAgentWorker
 
 __all__ = [
@@ -148,7 +150,13 @@ def tools_from_module(module: ModuleType) -> list[BaseTool]:
 
 def _import_error(what: str, target: str, exc: BaseException, project: Path) -> UserCodeError:
     detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    if isinstance(exc, ImportError | FileNotFoundError):
+    # An agent's target is module:attr; a tools target is the module (which may end in .py).
+    module_ref = target if target.endswith(".py") else target.rpartition(":")[0] or target
+    folders = [project, *([Path(module_ref).parent] if is_file_ref(module_ref) else [])]
+    clash = explain_clash(exc, folders)
+    if clash is not None:
+        advice = clash
+    elif isinstance(exc, ImportError | FileNotFoundError):
         advice = (
             f"A file path is relative to the project folder {project}, and a module must be "
             "importable from it; fix the target or install what is missing"

@@ -1,0 +1,107 @@
+"""A user's `components` package, shadowed by the app's own: the error names the clash.
+
+The app imports Stepwise's `components` before any user code, so a user's agent doing
+`from components.widgets import ...` looks inside ours. Each test checks that ours is the
+`components` loaded (the clash really happens) before it reads the error.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import components
+from agent_core.user_code.imports import forget_user_modules
+from agent_core.user_code.registry import AGENTS_ENV, TOOLS_ENV, UserCodeRegistry
+from agent_core.user_code.shadowing import explain_clash
+
+OURS = Path(components.__file__).parent
+
+AGENT = """
+from components.widgets import GREETING
+from agent_core.workers import CustomSimpleAgentWorker
+
+
+class Echo(CustomSimpleAgentWorker):
+    def _run_step(self, state, task, input):
+        return GREETING, True
+
+
+def build():
+    return Echo()
+"""
+
+
+@pytest.fixture(autouse=True)
+def _isolated_imports(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delenv(AGENTS_ENV, raising=False)
+    monkeypatch.delenv(TOOLS_ENV, raising=False)
+    yield
+    forget_user_modules()
+
+
+def project(folder: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    return folder
+
+
+def load_error(folder: Path, **agents: str):
+    (entry,) = UserCodeRegistry(project=folder, agents=agents).agents()
+    assert sys.modules["components"] is components  # Ours is the one loaded: the clash.
+    assert entry.error is not None
+    return entry.error
+
+
+def test_the_users_components_package_is_named_as_shadowed_with_what_to_do(tmp_path):
+    folder = project(
+        tmp_path,
+        {"components/__init__.py": "", "components/widgets.py": "GREETING = 'hi'\n", "a.py": AGENT},
+    )
+
+    error = load_error(folder, mine="a.py:build")
+
+    message = str(error)
+    assert "could not import agent 'mine'" in message
+    assert "No module named 'components.widgets'" in message
+    assert f"Stepwise has a package named 'components' too (the app's own, {OURS})" in message
+    assert f"not in your {folder / 'components'}" in message
+    assert "Rename your package (say, components_local) and its imports" in message
+    assert "ModuleNotFoundError: No module named 'components.widgets'" in error.traceback
+
+
+def test_a_missing_components_submodule_is_a_clash_even_when_the_package_lives_elsewhere(
+    tmp_path,
+):
+    folder = project(tmp_path, {"a.py": AGENT})  # Their components is installed elsewhere.
+
+    message = str(load_error(folder, mine="a.py:build"))
+
+    assert "Stepwise has a package named 'components' too" in message
+    assert "not in your own 'components' package" in message
+
+
+def test_other_import_errors_keep_the_usual_advice(tmp_path):
+    folder = project(tmp_path, {"a.py": "import no_such_package_here\n"})
+
+    message = str(load_error(folder, mine="a.py:build"))
+
+    assert "Stepwise has a package" not in message
+    assert "install what is missing" in message
+
+
+def test_only_import_errors_about_our_package_names_are_clashes(tmp_path):
+    missing_elsewhere = ModuleNotFoundError("No module named 'acme.x'", name="acme.x")
+    ours_but_fine = ModuleNotFoundError("No module named 'agent_core.nope'", name="agent_core.nope")
+    assert explain_clash(missing_elsewhere, [tmp_path]) is None
+    assert explain_clash(ours_but_fine, [tmp_path]) is None  # A typo in our name, no copy.
+    assert explain_clash(ValueError("components.widgets"), [tmp_path]) is None
+    (tmp_path / "agent_core").mkdir()  # The user has a package of that name: a clash.
+    assert "named 'agent_core' too" in (explain_clash(ours_but_fine, [tmp_path]) or "")
