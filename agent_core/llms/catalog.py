@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent_core.errors import UserError
+from agent_core.extras import require
 
 if TYPE_CHECKING:
     from agent_core.llms.base import LLM
@@ -61,7 +62,7 @@ class Provider:
         options: Keyword arguments of `factory` beyond the model name (`api_key`, ...).
         presets: Servers that speak this provider's API, by preset name -> base URL.
         sdk_module: The SDK it imports, for a clear error when that is not installed.
-        extra: The pip requirement that installs the SDK ("stepwise[anthropic]").
+        extra: The extra of the `stepwise` distribution that installs the SDK ("anthropic").
         base_url_env: The variable naming another server, read when no base URL is given.
         needs_person: A person types its replies (it runs in the app only, never headless).
     """
@@ -109,19 +110,13 @@ class Provider:
         """What builds this provider's model, imported now.
 
         Raises:
-            UserError: The provider's SDK is not installed (the message names the pip line).
+            MissingExtraError: The provider's SDK is not installed (the message names the
+                `pip install` line of its extra).
         """
+        if self.sdk_module is not None and self.extra is not None:
+            require(self.extra, feature=f"the {self.label} provider", modules=(self.sdk_module,))
         module_name, _, attribute = self.factory.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if self.sdk_module is None or exc.name != self.sdk_module:
-                raise
-            install = f'pip install "{self.extra}"' if self.extra else f"pip install {exc.name}"
-            raise UserError(
-                f"the {self.label} provider needs the {exc.name} package, which is not "
-                f"installed: run `{install}`, or pick another provider"
-            ) from exc
+        module = importlib.import_module(module_name)
         return getattr(module, attribute)
 
 
@@ -132,9 +127,8 @@ PROVIDERS: Mapping[str, Provider] = MappingProxyType(
         "demo": Provider(
             name="demo",
             label="Demo model",
-            # The demo plays the scenarios of `agent_core.demos`, the top layer: named, never
-            # imported here, and read at each build (the fault tests patch `demos.demo_llm`).
-            factory="agent_core.demos:demo_llm",
+            # Read at each build, so a test that patches `agent_core.llms.demo.demo_llm` reaches it.
+            factory="agent_core.llms.demo:demo_llm",
             note="scripted replies, no key",
             model_label="demo (scripted)",
         ),
@@ -165,7 +159,7 @@ PROVIDERS: Mapping[str, Provider] = MappingProxyType(
             default_model="claude-sonnet-5",
             options=_SDK_OPTIONS,
             sdk_module="anthropic",
-            extra="stepwise[anthropic]",
+            extra="anthropic",
             base_url_env="ANTHROPIC_BASE_URL",
         ),
     }

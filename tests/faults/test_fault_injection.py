@@ -34,10 +34,10 @@ from typing import Any
 import pytest
 
 from agent_core import AgentRunner, ParallelAgentRunner, StepKind, StepStatus, TaskStatus
-from agent_core import demos as demo_module
 from agent_core.demos import SCENARIOS
 from agent_core.errors import NothingToRunError, NotReadyError, StepError, UserError
 from agent_core.events import StepCompletedEvent, StepFailedEvent
+from agent_core.llms import demo as demo_module
 from agent_core.llms.base import ChatMessage
 from agent_core.store import SQLiteStore
 from agent_core.types import TaskState, TaskStepOutput

@@ -9,6 +9,7 @@ from typing import get_args
 import pytest
 
 from agent_core.errors import UserError
+from agent_core.extras import MissingExtraError
 from agent_core.llms import LLM, ScriptedLLM
 from agent_core.llms.catalog import (
     OPENAI_COMPATIBLE_PRESETS,
@@ -107,14 +108,19 @@ def test_split_model_checks_the_provider() -> None:
 
 
 def test_a_missing_sdk_names_the_pip_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    # None in sys.modules makes `import anthropic` fail as when it is not installed; the
-    # adapter module is dropped so that it is imported (and fails) again.
+    # None in sys.modules makes `import anthropic` fail as when it is not installed (and
+    # find_spec says so); the adapter module is dropped so that nothing stale answers.
     monkeypatch.setitem(sys.modules, "anthropic", None)
     monkeypatch.delitem(sys.modules, "agent_core.llms.anthropic", raising=False)
-    with pytest.raises(UserError, match=r'pip install "stepwise\[anthropic\]"') as caught:
+    with pytest.raises(MissingExtraError, match=r'pip install "stepwise\[anthropic\]"') as caught:
         infer_model("anthropic", api_key=FAKE_KEY)
-    assert isinstance(caught.value.__cause__, ModuleNotFoundError)
-    assert caught.value.__cause__.name == "anthropic"
+    assert caught.value.code == "missing_extra"
+    assert caught.value.params == {
+        "extra": "anthropic",
+        "module": "anthropic",
+        "feature": "the Anthropic provider",
+    }
+    assert "agent_core.llms.anthropic" not in sys.modules  # Refused before importing it.
 
 
 def test_the_spec_builds_through_the_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
