@@ -1,10 +1,10 @@
 """Errors as JSON: a stable `code`, a message a person can act on, never a traceback.
 
 Every error response of both HTTP APIs has the body `{"error": {"code", "message", "hint",
-...}}`. A runtime error (`AgentCoreError`) answers with its own `code` (see
-`agent_core.errors.ERROR_CODES`), message and hint, its ids and its `params`; the HTTP status
-comes from its type. Anything unexpected is a 500 with a generic message; its details go to
-the log.
+...}}`. A runtime error (`AgentCoreError`) answers with its class's code (see
+`agent_core.errors.ERROR_CODES`), and with the finer code its raise site gave, if any, as
+`reason`; its message, hint, ids and `params`; the HTTP status comes from its type. Anything
+unexpected is a 500 with a generic message; its details go to the log.
 """
 
 from __future__ import annotations
@@ -88,16 +88,22 @@ def error_body(code: str, message: str, hint: str = "", **extra: Any) -> dict[st
 
 
 def runtime_error(exc: AgentCoreError) -> ApiError:
-    """The API's view of a runtime error: status, its code, message, hint, ids and params."""
+    """The API's view of a runtime error: status, its code, message, hint, ids and params.
+
+    `code` is the error's class code, which these APIs have answered with since they began;
+    where the raise site gave a finer one (`task_finished` for a `nothing_to_run`), it is the
+    `reason`, so a client that matches the class code keeps working.
+    """
     status = next((s for t, s in STATUS_BY_TYPE if isinstance(exc, t)), 500)
-    extra: dict[str, Any] = {}
+    code = type(exc).default_code
+    extra: dict[str, Any] = {} if exc.code == code else {"reason": exc.code}
     for name in ("task_id", "step_id", "remedy", "params"):
         if getattr(exc, name, None):
             extra[name] = getattr(exc, name)
     if isinstance(exc, LLMStatusError) and exc.status is not None:
         extra["provider_status"] = exc.status
     hint = _http_hint(exc) or exc.hint
-    return ApiError(status, exc.code, exc.message, hint=hint, **extra)
+    return ApiError(status, code, exc.message, hint=hint, **extra)
 
 
 # The runtime's hints name Python methods; over HTTP the remedy is a route.

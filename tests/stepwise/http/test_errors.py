@@ -29,18 +29,20 @@ from stepwise.http.errors import ApiError, install_error_handlers, runtime_error
         (
             NothingToRunError("done", code="task_finished", params={"finished_at": 2}),
             409,
-            "task_finished",
+            "nothing_to_run",
         ),
         (StepError("failed", params={"cause_code": "max_iterations"}), 422, "step_failed"),
         (UserCodeError("broken", target="a.py:b"), 500, "user_code_error"),
         (AgentCoreError("odd"), 500, "error"),
     ],
 )
-def test_a_runtime_error_answers_with_its_own_code_and_the_status_of_its_type(
+def test_a_runtime_error_answers_with_its_class_code_and_the_status_of_its_type(
     error: AgentCoreError, status: int, code: str
 ) -> None:
     api = runtime_error(error)
     assert (api.status, api.code, api.message) == (status, code, error.message)
+    # The finer code a raise site gave is the reason; the class code stays what clients match.
+    assert api.extra.get("reason") == (error.code if error.code != code else None)
 
 
 def test_the_envelope_carries_the_ids_and_params_beside_the_code() -> None:
@@ -67,7 +69,8 @@ def test_the_envelope_carries_the_ids_and_params_beside_the_code() -> None:
     assert finished.status_code == 409
     assert finished.json() == {
         "error": {
-            "code": "task_finished",
+            "code": "nothing_to_run",
+            "reason": "task_finished",
             "message": "task t1 has no upcoming step",
             "hint": "POST /stepwise/v1/tasks/t1/finalize gives the final response, or "
             "POST /stepwise/v1/tasks/t1/undo goes back",
