@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pydantic
@@ -17,7 +15,6 @@ from agent_core.llms import ScriptedLLM
 from agent_core.spec import REGISTRY_CONTEXT, AgentSpec
 from agent_core.store import SQLiteStore
 from agent_core.tools.base import FunctionTool
-from agent_core.user_code.imports import forget_user_modules
 from agent_core.user_code.registry import (
     AGENTS_ENV,
     TOOLS_ENV,
@@ -26,6 +23,9 @@ from agent_core.user_code.registry import (
     parse_entry,
 )
 from agent_core.workers import CustomSimpleAgentWorker, FunctionCallingAgentWorker
+from tests.agent_core._user_projects import isolated_imports, write_project
+
+pytestmark = pytest.mark.usefixtures(isolated_imports.__name__)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -67,24 +67,6 @@ def _helper() -> None:
 '''
 
 
-@pytest.fixture(autouse=True)
-def _isolated_imports(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Each test imports its own user modules: none leaks into the next test."""
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.delenv(AGENTS_ENV, raising=False)
-    monkeypatch.delenv(TOOLS_ENV, raising=False)
-    yield
-    forget_user_modules()
-
-
-def write(folder: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
-    return folder
-
-
 def registry(folder: Path, **entries: dict[str, str]) -> UserCodeRegistry:
     return UserCodeRegistry(project=folder, **entries)
 
@@ -99,7 +81,7 @@ def answer(worker, text: str = "world") -> str:
 
 
 def test_a_file_target_is_recorded_absolute_and_imported_with_its_siblings(tmp_path):
-    write(
+    write_project(
         tmp_path,
         {
             "agents/helper.py": "WORD = 'sibling'\n",
@@ -115,14 +97,14 @@ def test_a_file_target_is_recorded_absolute_and_imported_with_its_siblings(tmp_p
 
 
 def test_a_module_target_is_imported_from_the_project_folder(tmp_path):
-    write(tmp_path, {"acme_bots/__init__.py": "", "acme_bots/echo.py": ECHO})
+    write_project(tmp_path, {"acme_bots/__init__.py": "", "acme_bots/echo.py": ECHO})
     reg = registry(tmp_path, agents={"echo": "acme_bots.echo:build_plain"})
     assert reg.agent_target("echo") == "acme_bots.echo:build_plain"
     assert answer(reg.build_agent("echo", llm=ScriptedLLM([]))) == "hello world"
 
 
 def test_a_factory_with_one_required_parameter_gets_the_chosen_model(tmp_path):
-    write(
+    write_project(
         tmp_path,
         {
             "ask.py": """
@@ -146,7 +128,7 @@ def test_a_factory_with_one_required_parameter_gets_the_chosen_model(tmp_path):
 
 
 def test_factories_without_a_model_instances_and_classes(tmp_path):
-    write(tmp_path, {"echo.py": ECHO})
+    write_project(tmp_path, {"echo.py": ECHO})
     reg = registry(
         tmp_path,
         agents={
@@ -172,14 +154,14 @@ def test_factories_without_a_model_instances_and_classes(tmp_path):
     ],
 )
 def test_a_factory_that_cannot_give_a_worker_says_why(tmp_path, source, message):
-    write(tmp_path, {"bad.py": source})
+    write_project(tmp_path, {"bad.py": source})
     with pytest.raises(UserCodeError, match=message) as caught:
         registry(tmp_path, agents={"bad": "bad.py:build"}).build_agent("bad", llm=ScriptedLLM([]))
     assert "bad.py:build" in caught.value.target
 
 
 def test_a_factory_that_raises_gives_the_users_traceback(tmp_path):
-    write(
+    write_project(
         tmp_path,
         {"boom.py": "def build(llm):\n    settings = {}\n    return settings['model']\n"},
     )
@@ -195,14 +177,14 @@ def test_a_factory_that_raises_gives_the_users_traceback(tmp_path):
 
 
 def test_a_tools_module_gives_its_public_functions_defined_there(tmp_path):
-    write(tmp_path, {"speech.py": TOOLS_BY_FUNCTIONS})
+    write_project(tmp_path, {"speech.py": TOOLS_BY_FUNCTIONS})
     (entry,) = registry(tmp_path, tools={"speech": "speech.py"}).tool_modules()
     assert [tool.name for tool in entry.tools] == ["shout", "whisper"]
     assert entry.tools[0].metadata.description == "Shout a text."
 
 
 def test_a_tools_module_with_tools_gives_exactly_that_list(tmp_path):
-    write(
+    write_project(
         tmp_path,
         {
             "listed.py": """
@@ -223,7 +205,7 @@ def test_a_tools_module_with_tools_gives_exactly_that_list(tmp_path):
 
 
 def test_a_tools_module_with_nothing_to_offer_is_an_error(tmp_path):
-    write(tmp_path, {"empty.py": "from os.path import join\nVALUE = 1\n"})
+    write_project(tmp_path, {"empty.py": "from os.path import join\nVALUE = 1\n"})
     (entry,) = registry(tmp_path, tools={"empty": "empty.py"}).tool_modules()
     assert entry.error is not None and "no TOOLS list and no public functions" in str(entry.error)
 
@@ -232,7 +214,7 @@ def test_a_tools_module_with_nothing_to_offer_is_an_error(tmp_path):
 
 
 def test_pyproject_and_stepwise_toml_entries_with_the_command_line_winning(tmp_path):
-    write(
+    write_project(
         tmp_path,
         {
             "echo.py": ECHO,
@@ -261,7 +243,7 @@ def test_pyproject_and_stepwise_toml_entries_with_the_command_line_winning(tmp_p
 
 
 def test_the_environment_carries_the_command_lines_entries(tmp_path):
-    write(
+    write_project(
         tmp_path, {"echo.py": ECHO, "pyproject.toml": '[tool.stepwise]\nagents = {a = "x.py:y"}\n'}
     )
     environ = {AGENTS_ENV: json.dumps({"a": str(tmp_path / "echo.py") + ":build"})}
@@ -272,7 +254,7 @@ def test_the_environment_carries_the_command_lines_entries(tmp_path):
 
 
 def test_malformed_settings_are_reported_and_the_rest_still_loads(tmp_path):
-    write(
+    write_project(
         tmp_path,
         {
             "echo.py": ECHO,
@@ -315,7 +297,7 @@ def test_command_line_entries_are_checked_before_anything_starts(tmp_path):
 
 
 def test_an_import_error_names_the_target_with_the_users_traceback_and_spares_the_rest(tmp_path):
-    write(
+    write_project(
         tmp_path,
         {
             "echo.py": ECHO,
@@ -348,7 +330,7 @@ def test_an_import_error_names_the_target_with_the_users_traceback_and_spares_th
 
 
 def test_a_missing_attribute_lists_what_the_module_defines(tmp_path):
-    write(tmp_path, {"echo.py": ECHO})
+    write_project(tmp_path, {"echo.py": ECHO})
     (entry,) = registry(tmp_path, agents={"e": "echo.py:buidl"}).agents()
     assert "no 'buidl'" in str(entry.error) and "build, build_plain" in str(entry.error)
 
@@ -357,7 +339,7 @@ def test_a_missing_attribute_lists_what_the_module_defines(tmp_path):
 
 
 def test_reload_picks_up_an_edited_file_and_its_sibling(tmp_path):
-    write(
+    write_project(
         tmp_path,
         {"words.py": "SUFFIX = '!'\n", "echo.py": ECHO + "\nfrom words import SUFFIX\n"},
     )
@@ -378,11 +360,13 @@ def test_reload_picks_up_an_edited_file_and_its_sibling(tmp_path):
 
 
 def test_reload_reads_new_entries_and_mends_a_broken_one(tmp_path):
-    write(tmp_path, {"echo.py": "raise RuntimeError('half written')\n"})
+    write_project(tmp_path, {"echo.py": "raise RuntimeError('half written')\n"})
     reg = registry(tmp_path, agents={"echo": "echo.py:build"})
     assert not reg.agents()[0].ok
-    write(tmp_path, {"echo.py": ECHO, "stepwise.toml": 'tools = { speech = "speech.py" }\n'})
-    write(tmp_path, {"speech.py": TOOLS_BY_FUNCTIONS})
+    write_project(
+        tmp_path, {"echo.py": ECHO, "stepwise.toml": 'tools = { speech = "speech.py" }\n'}
+    )
+    write_project(tmp_path, {"speech.py": TOOLS_BY_FUNCTIONS})
     reg.reload()
     assert reg.agents()[0].ok and [e.name for e in reg.tool_modules()] == ["speech"]
 
@@ -393,7 +377,7 @@ def test_reload_reads_new_entries_and_mends_a_broken_one(tmp_path):
 def test_a_spec_records_the_agents_target_and_rebuilds_after_the_registry_forgot_it(
     tmp_path, monkeypatch
 ):
-    write(tmp_path / "project", {"echo.py": ECHO})
+    write_project(tmp_path / "project", {"echo.py": ECHO})
     monkeypatch.chdir(tmp_path / "project")
     monkeypatch.setenv(AGENTS_ENV, json.dumps({"echo": "echo.py:build"}))
     spec = AgentSpec.from_registry(
@@ -416,7 +400,7 @@ def test_a_spec_records_the_agents_target_and_rebuilds_after_the_registry_forgot
 
 
 def test_a_spec_takes_registered_tools_modules_beside_the_built_in_tools(tmp_path):
-    write(tmp_path, {"speech.py": TOOLS_BY_FUNCTIONS})
+    write_project(tmp_path, {"speech.py": TOOLS_BY_FUNCTIONS})
     reg = registry(tmp_path, tools={"speech": "speech.py"})
     spec = AgentSpec(
         worker="function_calling",
@@ -434,7 +418,7 @@ def test_a_spec_takes_registered_tools_modules_beside_the_built_in_tools(tmp_pat
 
 
 def test_a_spec_reads_tools_modules_from_the_default_registry(tmp_path, monkeypatch):
-    write(tmp_path, {"speech.py": TOOLS_BY_FUNCTIONS})
+    write_project(tmp_path, {"speech.py": TOOLS_BY_FUNCTIONS})
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(TOOLS_ENV, json.dumps({"speech": "speech.py"}))
     spec = AgentSpec.from_registry(default_registry(), tools=("speech",))
@@ -444,7 +428,7 @@ def test_a_spec_reads_tools_modules_from_the_default_registry(tmp_path, monkeypa
 
 def test_a_spec_reads_no_global_registry_it_is_handed_one(tmp_path, monkeypatch):
     # The working folder registers both names; a spec not given a registry looks neither up.
-    write(tmp_path, {"echo.py": ECHO, "speech.py": TOOLS_BY_FUNCTIONS})
+    write_project(tmp_path, {"echo.py": ECHO, "speech.py": TOOLS_BY_FUNCTIONS})
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(AGENTS_ENV, json.dumps({"echo": "echo.py:build"}))
     monkeypatch.setenv(TOOLS_ENV, json.dumps({"speech": "speech.py"}))
@@ -456,7 +440,7 @@ def test_a_spec_reads_no_global_registry_it_is_handed_one(tmp_path, monkeypatch)
 
     # Another project's registry, passed in, is the one the spec reads.
     other = tmp_path / "other"
-    write(other, {"echo.py": ECHO.replace('"hello"', '"bonjour"')})
+    write_project(other, {"echo.py": ECHO.replace('"hello"', '"bonjour"')})
     reg = registry(other, agents={"echo": "echo.py:build"})
     spec = AgentSpec.model_validate({"agent": "echo", "tools": ()}, context={REGISTRY_CONTEXT: reg})
     assert spec.agent_target == f"{other / 'echo.py'}:build"

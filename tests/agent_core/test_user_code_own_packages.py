@@ -15,8 +15,10 @@ import pytest
 from agent_core.llms import ScriptedLLM
 from agent_core.user_code import _own_packages
 from agent_core.user_code._own_packages import is_own_module, own_packages
-from agent_core.user_code.imports import forget_user_modules
-from agent_core.user_code.registry import AGENTS_ENV, TOOLS_ENV, UserCodeRegistry
+from agent_core.user_code.registry import UserCodeRegistry
+from tests.agent_core._user_projects import isolated_imports
+
+pytestmark = pytest.mark.usefixtures(isolated_imports.__name__)
 
 AGENT = """
 import helper
@@ -35,15 +37,6 @@ class EchoWorker(CustomSimpleAgentWorker):
 def build():
     return EchoWorker()
 """
-
-
-@pytest.fixture(autouse=True)
-def _isolated_imports(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.delenv(AGENTS_ENV, raising=False)
-    monkeypatch.delenv(TOOLS_ENV, raising=False)
-    yield
-    forget_user_modules()
 
 
 @pytest.fixture

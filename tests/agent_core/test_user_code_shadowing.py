@@ -8,16 +8,16 @@ The app imports Stepwise's `components` before any user code, so a user's agent 
 from __future__ import annotations
 
 import sys
-import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import components
-from agent_core.user_code.imports import forget_user_modules
-from agent_core.user_code.registry import AGENTS_ENV, TOOLS_ENV, UserCodeRegistry
+from agent_core.user_code.registry import UserCodeRegistry
 from agent_core.user_code.shadowing import explain_clash
+from tests.agent_core._user_projects import isolated_imports, write_project
+
+pytestmark = pytest.mark.usefixtures(isolated_imports.__name__)
 
 OURS = Path(components.__file__).parent
 
@@ -36,23 +36,6 @@ def build():
 """
 
 
-@pytest.fixture(autouse=True)
-def _isolated_imports(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.delenv(AGENTS_ENV, raising=False)
-    monkeypatch.delenv(TOOLS_ENV, raising=False)
-    yield
-    forget_user_modules()
-
-
-def project(folder: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
-    return folder
-
-
 def load_error(folder: Path, **agents: str):
     (entry,) = UserCodeRegistry(project=folder, agents=agents).agents()
     assert sys.modules["components"] is components  # Ours is the one loaded: the clash.
@@ -61,7 +44,7 @@ def load_error(folder: Path, **agents: str):
 
 
 def test_the_users_components_package_is_named_as_shadowed_with_what_to_do(tmp_path):
-    folder = project(
+    folder = write_project(
         tmp_path,
         {"components/__init__.py": "", "components/widgets.py": "GREETING = 'hi'\n", "a.py": AGENT},
     )
@@ -80,7 +63,7 @@ def test_the_users_components_package_is_named_as_shadowed_with_what_to_do(tmp_p
 def test_a_missing_components_submodule_is_a_clash_even_when_the_package_lives_elsewhere(
     tmp_path,
 ):
-    folder = project(tmp_path, {"a.py": AGENT})  # Their components is installed elsewhere.
+    folder = write_project(tmp_path, {"a.py": AGENT})  # Their components is installed elsewhere.
 
     message = str(load_error(folder, mine="a.py:build"))
 
@@ -89,7 +72,7 @@ def test_a_missing_components_submodule_is_a_clash_even_when_the_package_lives_e
 
 
 def test_other_import_errors_keep_the_usual_advice(tmp_path):
-    folder = project(tmp_path, {"a.py": "import no_such_package_here\n"})
+    folder = write_project(tmp_path, {"a.py": "import no_such_package_here\n"})
 
     message = str(load_error(folder, mine="a.py:build"))
 

@@ -9,7 +9,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -74,19 +75,28 @@ def app_url(tmp_path: Path) -> Iterator[str]:
         "--server.enableStaticServing", "true", "--server.fileWatcherType", "none",
         "--runner.magicEnabled", "false",
     ]  # fmt: skip
-    log = (tmp_path / "streamlit.log").open("wb")
-    server = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=log, stderr=log)
-    url = f"http://localhost:{port}"
-    try:
-        _wait_until_up(url, server)
+    log = tmp_path / "streamlit.log"
+    with serving(command, cwd=tmp_path, env=env, log=log, port=port) as url:
         yield url
-    finally:
-        server.terminate()
+
+
+@contextmanager
+def serving(
+    command: Sequence[str | Path], *, cwd: Path, env: dict[str, str], log: Path, port: int
+) -> Iterator[str]:
+    """Run `command` (a server on `port`) until the block ends; its output goes to `log`."""
+    with log.open("wb") as out:
+        server = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=out)
+        url = f"http://localhost:{port}"
         try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+            _wait_until_up(url, server)
+            yield url
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
 
 
 @pytest.fixture

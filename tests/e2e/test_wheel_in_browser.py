@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ARTIFACTS, CHROMIUM_ARGS, ROOT, _free_port, _wait_until_up, idle
+from .conftest import ARTIFACTS, CHROMIUM_ARGS, ROOT, _free_port, idle, serving
 from .test_stepper_in_browser import click, groups, wait_for_dag
 from .test_user_code_in_browser import choose
 
@@ -139,21 +139,9 @@ def app_url(venv: Path, project: Path) -> Iterator[str]:
         venv / "bin" / "stepwise", "ui", "--agent", "shout=my_agent.py:build_agent",
         "--port", str(port), "--db", project / "runs.db",
     ]  # fmt: skip
-    log = (project / "stepwise-ui.log").open("wb")
-    server = subprocess.Popen(
-        command, cwd=project, env=_environment(project), stdout=log, stderr=log
-    )
-    url = f"http://localhost:{port}"
-    try:
-        _wait_until_up(url, server)
+    log = project / "stepwise-ui.log"
+    with serving(command, cwd=project, env=_environment(project), log=log, port=port) as url:
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
 
 
 def test_the_venv_holds_the_installed_package_and_nothing_of_the_checkout(venv, project):
