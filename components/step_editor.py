@@ -19,6 +19,7 @@ from typing import Any
 import streamlit as st
 
 from agent_core import ParallelAgentRunner
+from agent_core.errors import AgentCoreError
 from agent_core.llms.base import ChatMessage
 from agent_core.llms.scripted import HumanLLM
 from agent_core.types import (
@@ -36,7 +37,7 @@ from components.memory_view import render_memory
 from components.messages import failed_step_text, plain
 from components.task_images import render_thumbnails
 
-__all__ = ["preview_messages", "render_upcoming_step", "waiting_reason"]
+__all__ = ["preview_messages", "render_preview", "render_upcoming_step", "waiting_reason"]
 
 _MODEL_KINDS = (StepKind.LLM, StepKind.PLAN, StepKind.FINALIZE)
 """Steps that call the model once (in "you are the model" mode: one typed reply)."""
@@ -74,6 +75,29 @@ def preview_messages(
     makes no model call.
     """
     return runner.preview_messages(task_id, None if step is None else step.step_id, input)
+
+
+def render_preview(
+    runner: ParallelAgentRunner,
+    task_id: str,
+    step: TaskStep | None,
+    input: StepInput,
+    *,
+    key: str,
+) -> list[ChatMessage] | None:
+    """Draw what the model gets if `step` runs now; None (and why, in a box) if it cannot run.
+
+    An input the worker refuses (a typed plan naming an unknown agent, say) makes the preview
+    raise; it is said here, so the page is drawn to the end and records the task's version,
+    and the next Run step acts on this task instead of refusing it as changed in another tab.
+    """
+    try:
+        messages = preview_messages(runner, task_id, step, input)
+    except AgentCoreError as exc:
+        show_message("warning", exc, headline="This input cannot run as it is:")
+        return None
+    render_memory(messages, key=key)
+    return messages
 
 
 def _short_name(step: TaskStep) -> str:
@@ -356,8 +380,9 @@ def _render_text_step(ctx: _Ctx) -> None:
         except _BadInput:
             new_input = ctx.step.input
         with st.expander("The exact prompt the model gets", expanded=True):
-            messages = preview_messages(ctx.runner, ctx.step.task_id, ctx.step, new_input)
-            render_memory(messages, key=f"editor-{ctx.key}")
+            render_preview(
+                ctx.runner, ctx.step.task_id, ctx.step, new_input, key=f"editor-{ctx.key}"
+            )
         st.text_area("You are the model: type its reply", key=f"reply-{ctx.key}")
         _show_problem(ctx, "reply")  # Right under the box it is about.
     run_col, save_col, skip_col = st.columns(3)

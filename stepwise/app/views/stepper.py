@@ -459,7 +459,11 @@ def _memory(view: _View) -> None:
     with st.expander("What the model sees next"):
         ready = (s for s in task_state.step_queue if task_state.is_ready(s))
         step = next(ready, None)
-        messages = preview_messages(view.runner, task_state.task_id, step, None)
+        try:
+            messages = preview_messages(view.runner, task_state.task_id, step, None)
+        except AgentCoreError as exc:  # An input the worker refuses: say so, draw the rest.
+            show_message("warning", exc, headline="The next step cannot run as it is:")
+            return
         if not messages and step is not None:
             st.caption(f"The next step ({step.kind.value}) makes no model call.")
         else:
