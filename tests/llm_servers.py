@@ -17,6 +17,28 @@ What a server answers is scripted per test:
 - A script that runs out, or a policy that raises, answers 500 and records the error in
   `errors`; leaving the `with` block (or the fixture's teardown) then fails the test.
 
+Quirks of real local servers (llama.cpp's, as `llama-cpp-python[server]` behaves) are switched
+on per test: `OpenAIServer(quirks={"null_content_500", ...})`, or `server.quirks.add(...)` /
+`.discard(...)` mid-test. With none set the server behaves as above. `server.quirk_hits[name]`
+counts how often each one fired, so a test can assert its fault was injected.
+
+- `"tools_need_tool_choice"`: tools are ignored unless the request has `tool_choice`: the reply
+  is prose (the script's or policy's reply to the request without its tools, tool calls
+  dropped).
+- `"null_content_500"`: an assistant message with `"content": null` gets HTTP 500 with the
+  server's own error text (`NULL_CONTENT_ERROR`, the useful part at its end), every time.
+- `"broken_stream"`: a streamed request gets its 200 headers, then the connection is dropped
+  with nothing sent (no reply is consumed from the script).
+- `"endless_reply"`: the reply never ends: words stream (or a non-streamed call waits) until the
+  client leaves, unless the request caps it with `max_tokens` / `max_completion_tokens`: then
+  that many words (one token each) and finish_reason "length".
+- `"no_stream_usage"`: streams carry no usage chunk, even when `include_usage` asks for one.
+- `"stale_keepalive"`: the first request on a reused keep-alive connection is read and then the
+  connection is closed with no response (a server that dropped the idle connection as the
+  request arrived).
+
+`LLAMA_CPP_QUIRKS` holds the ones every request meets on that server (not the faults).
+
 Use `OpenAIServer` / `AnthropicServer` as context managers, or the `openai_server` /
 `anthropic_server` fixtures (import `openai_server_fixture` / `anthropic_server_fixture` into
 a test module or conftest).
@@ -31,8 +53,9 @@ import socket
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar, Self
 from urllib.parse import urlsplit
@@ -40,6 +63,9 @@ from urllib.parse import urlsplit
 import pytest
 
 __all__ = [
+    "LLAMA_CPP_QUIRKS",
+    "NULL_CONTENT_ERROR",
+    "QUIRKS",
     "AnthropicServer",
     "LoopbackModelServer",
     "OpenAIServer",
@@ -61,6 +87,31 @@ _IDLE_TIMEOUT_S = 30.0
 """An idle keep-alive connection is dropped after this long (servers live for one test)."""
 _CONNECTION_ERRORS = (OSError,)
 """What a hung-up or reset connection raises (ConnectionError and TimeoutError are OSErrors)."""
+
+
+QUIRKS = frozenset(
+    {
+        "tools_need_tool_choice",
+        "null_content_500",
+        "broken_stream",
+        "endless_reply",
+        "no_stream_usage",
+        "stale_keepalive",
+    }
+)
+"""Every quirk `OpenAIServer` can play (see the module docstring)."""
+LLAMA_CPP_QUIRKS = frozenset({"tools_need_tool_choice", "null_content_500", "no_stream_usage"})
+"""What every request meets on llama.cpp's server; the faults (broken streams, endless replies,
+dropped keep-alive connections) are switched on by the tests that inject them."""
+NULL_CONTENT_ERROR = (
+    "Internal Server Error: an exception was raised while applying the model's chat template "
+    "(chatml, from the GGUF metadata) to the request's messages before generation could start; "
+    "no tokens were evaluated and the slot was released. Template renderer: jinja2 sandboxed "
+    "environment, trim_blocks, lstrip_blocks. Request: chat completion with tools. "
+    'TypeError: can only concatenate str (not "NoneType") to str'
+)
+"""The server's 500 text for `"content": null`: the useful part comes after 300 characters."""
+_ENDLESS_WORD_DELAY_S = 0.01
 
 
 # --- replies --------------------------------------------------------------------------------
@@ -122,6 +173,8 @@ class RecordedRequest:
     """The client closed the connection before the response ended (a cancelled call)."""
     reply: Reply | None = None
     """What the script or policy answered (None for auth failures, unknown paths, models)."""
+    dropped: bool = False
+    """A quirk closed the connection without answering it (`stale_keepalive`)."""
 
 
 # --- reading a conversation in either wire format -------------------------------------------
@@ -204,6 +257,9 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = _IDLE_TIMEOUT_S
     server: _HTTPServer
+
+    served = 0
+    """Requests answered on this connection (a later one arrives on a reused connection)."""
 
     def setup(self) -> None:
         super().setup()
@@ -312,9 +368,11 @@ class LoopbackModelServer:
             several at once.
         api_key: The key clients must send; any key (or none) is accepted when None.
         model: The model name `GET /v1/models` lists (replies echo the requested one).
+        quirks: Quirks of real servers to play (see the module docstring).
     """
 
     provider: ClassVar[str]
+    known_quirks: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(
         self,
@@ -323,7 +381,18 @@ class LoopbackModelServer:
         policy: Policy | None = None,
         api_key: str | None = None,
         model: str = "loopback-model",
+        quirks: Iterable[str] = (),
     ) -> None:
+        unknown = set(quirks) - self.known_quirks
+        if unknown:
+            raise ValueError(
+                f"{type(self).__name__} has no quirk {sorted(unknown)}; "
+                f"known: {sorted(self.known_quirks) or 'none'}"
+            )
+        self.quirks: set[str] = set(quirks)
+        """The quirks in play; add or discard names mid-test to switch them."""
+        self.quirk_hits: Counter[str] = Counter()
+        """How often each quirk fired."""
         self.expected_api_key = api_key
         self.model = model
         self.requests: list[RecordedRequest] = []
@@ -499,7 +568,30 @@ class LoopbackModelServer:
             with self._changed:
                 self._changed.notify_all()
 
+    def _hit(self, quirk: str) -> bool:
+        """Whether `quirk` is in play; counts it as fired when it is."""
+        with self._changed:
+            if quirk not in self.quirks:
+                return False
+            self.quirk_hits[quirk] += 1
+            self._changed.notify_all()
+            return True
+
+    def _drop(self, handler: _Handler) -> None:
+        """Close the connection at once, whatever was sent on it."""
+        handler.wfile.flush()
+        handler.close_connection = True
+        try:
+            handler.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # The client left first.
+
     def _respond(self, handler: _Handler, record: RecordedRequest) -> None:
+        if handler.served and self._hit("stale_keepalive"):
+            record.dropped = True
+            self._drop(handler)
+            return
+        handler.served += 1
         if not self._authorized(record.headers):
             handler.send_json(401, self._auth_error())
             return
@@ -512,6 +604,8 @@ class LoopbackModelServer:
             handler.send_json(200, self._models())
             return
         body = record.json if isinstance(record.json, dict) else {}
+        if self._quirky_response(handler, body):
+            return
         try:
             reply = self._next_reply(body)
         except Exception as exc:
@@ -538,6 +632,10 @@ class LoopbackModelServer:
         handler.end_chunked()
 
     # ------------------------------------------------------------------ per provider
+
+    def _quirky_response(self, handler: _Handler, body: dict[str, Any]) -> bool:
+        """Answer a chat request the way a quirk does; True when it was answered."""
+        return False
 
     def _authorized(self, headers: Mapping[str, str]) -> bool:
         raise NotImplementedError
@@ -589,10 +687,74 @@ _OPENAI_ERROR_TYPES = {
 class OpenAIServer(LoopbackModelServer):
     """OpenAI's chat completions API: `POST /v1/chat/completions`, `GET /v1/models`.
 
-    Point `OpenAILLM(base_url=server.url + "/v1", api_key=...)` at it.
+    Point `OpenAILLM(base_url=server.url + "/v1", api_key=...)` at it. `quirks` plays the
+    quirks of real local servers (see the module docstring).
     """
 
     provider = "openai"
+    known_quirks = QUIRKS
+
+    # ------------------------------------------------------------------ quirks
+
+    def _next_reply(self, body: dict[str, Any]) -> Reply:
+        if not (offered_tools(body) and "tool_choice" not in body):
+            return super()._next_reply(body)
+        if not self._hit("tools_need_tool_choice"):
+            return super()._next_reply(body)
+        reply = super()._next_reply({k: v for k, v in body.items() if k != "tools"})
+        if reply.status >= 400:
+            return reply
+        prose = reply.text or f"I answer in prose: {last_user_text(body) or 'hello'}"
+        return replace(reply, text=prose, tool_calls=())
+
+    def _quirky_response(self, handler: _Handler, body: dict[str, Any]) -> bool:
+        messages = body.get("messages") or []
+        nulls = any(
+            isinstance(m, dict) and m.get("role") == "assistant" and m.get("content", "") is None
+            for m in messages
+        )
+        if nulls and self._hit("null_content_500"):
+            error = {"code": 500, "message": NULL_CONTENT_ERROR, "type": "server_error"}
+            handler.send_json(500, {"error": error})
+            return True
+        if body.get("stream") and self._hit("broken_stream"):
+            handler.start_chunked({})
+            self._drop(handler)
+            return True
+        if self._hit("endless_reply"):
+            self._endless(handler, body)
+            return True
+        return False
+
+    def _endless(self, handler: _Handler, body: dict[str, Any]) -> None:
+        """A reply that goes on until the client leaves, or until the request's cap."""
+        cap = body.get("max_completion_tokens") or body.get("max_tokens")
+        model = str(body.get("model") or self.model)
+        if not body.get("stream"):
+            if cap is None:
+                while not handler.client_left_within(0.05):
+                    if self._httpd is None:
+                        break  # Stopping: end the wait.
+                raise _ClientWentAway
+            reply = Reply(text="word " * int(cap), completion_tokens=int(cap))
+            message = self._message(reply, body, model)
+            message["choices"][0]["finish_reason"] = "length"
+            handler.send_json(200, message)
+            return
+        completion_id = self._next_id("chatcmpl-")
+        handler.start_chunked({})
+        handler.write_chunk(self._chunk(completion_id, model, body, {"role": "assistant"}))
+        written = 0
+        while cap is None or written < int(cap):
+            if handler.client_left_within(_ENDLESS_WORD_DELAY_S) or self._httpd is None:
+                raise _ClientWentAway
+            handler.write_chunk(self._chunk(completion_id, model, body, {"content": "word "}))
+            written += 1
+        handler.write_chunk(self._chunk(completion_id, model, body, {}, "length"))
+        usage = Reply(completion_tokens=written)
+        for event in self._usage_events(completion_id, model, body, usage):
+            handler.write_chunk(event)
+        handler.end_chunked()
 
     def _authorized(self, headers: Mapping[str, str]) -> bool:
         if self.expected_api_key is None:
@@ -655,21 +817,51 @@ class OpenAIServer(LoopbackModelServer):
             "usage": self._usage(reply),
         }
 
-    def _events(self, reply: Reply, body: dict[str, Any], model: str) -> Iterator[bytes]:
-        completion_id = self._next_id("chatcmpl-")
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    def _includes_usage(self, body: dict[str, Any]) -> bool:
+        """Whether a stream ends with a usage chunk (asked for, and not quirked away)."""
+        if not (body.get("stream_options") or {}).get("include_usage"):
+            return False
+        return not self._hit("no_stream_usage")
 
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-            data: dict[str, Any] = {
+    def _chunk(
+        self,
+        completion_id: str,
+        model: str,
+        body: dict[str, Any],
+        delta: dict[str, Any],
+        finish: str | None = None,
+    ) -> bytes:
+        data: dict[str, Any] = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        if (body.get("stream_options") or {}).get("include_usage"):
+            data["usage"] = None
+        return _sse(data)
+
+    def _usage_events(
+        self, completion_id: str, model: str, body: dict[str, Any], reply: Reply
+    ) -> Iterator[bytes]:
+        if self._includes_usage(body):
+            usage = {
                 "id": completion_id,
                 "object": "chat.completion.chunk",
                 "created": int(time.time()),
                 "model": model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                "choices": [],
+                "usage": self._usage(reply),
             }
-            if include_usage:
-                data["usage"] = None
-            return _sse(data)
+            yield _sse(usage)
+        yield b"data: [DONE]\n\n"
+
+    def _events(self, reply: Reply, body: dict[str, Any], model: str) -> Iterator[bytes]:
+        completion_id = self._next_id("chatcmpl-")
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            return self._chunk(completion_id, model, body, delta, finish)
 
         yield chunk({"role": "assistant", "content": ""})
         for word in _words(reply.text):
@@ -687,17 +879,7 @@ class OpenAIServer(LoopbackModelServer):
             for piece in _pieces(json.dumps(dict(call.args))):
                 yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
         yield chunk({}, "tool_calls" if calls else "stop")
-        if include_usage:
-            usage = {
-                "id": completion_id,
-                "object": "chat.completion.chunk",
-                "created": int(time.time()),
-                "model": model,
-                "choices": [],
-                "usage": self._usage(reply),
-            }
-            yield _sse(usage)
-        yield b"data: [DONE]\n\n"
+        yield from self._usage_events(completion_id, model, body, reply)
 
 
 def _sse(data: Any, event: str | None = None) -> bytes:

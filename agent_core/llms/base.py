@@ -96,6 +96,8 @@ class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = None
+    estimated: bool = False
+    """The counts are Stepwise's own estimate: the server sent none (show them as "≈")."""
 
     @property
     def total_tokens(self) -> int:
@@ -108,6 +110,8 @@ class Usage(BaseModel):
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cost_usd=sum(costs) if costs else None,
+            # A sum with any estimated part is itself an estimate.
+            estimated=self.estimated or other.estimated,
         )
 
     def __sub__(self, other: Usage) -> Usage:
@@ -118,6 +122,7 @@ class Usage(BaseModel):
             prompt_tokens=max(0, self.prompt_tokens - other.prompt_tokens),
             completion_tokens=max(0, self.completion_tokens - other.completion_tokens),
             cost_usd=cost,
+            estimated=self.estimated or other.estimated,
         )
 
 
