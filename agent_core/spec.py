@@ -88,6 +88,9 @@ class AgentSpec(BaseModel):
     """The planner's sub-agents (planner only)."""
     tool_approval: bool = False
     max_iterations: int = Field(default=10, ge=1, le=1000)
+    max_tokens: int | None = Field(default=None, ge=1)
+    """The most tokens one model reply may have; None sends no cap (Anthropic keeps its
+    required default). A small local model may otherwise write until its context is full."""
     workspace: str = Field(default_factory=lambda: os.environ.get(WORKSPACES_ENV, "workspaces"))
     """Folder holding one workspace folder per task."""
 
@@ -163,7 +166,13 @@ class AgentSpec(BaseModel):
 
     def build_llm(self, *, api_key: str | None = None, prices: PriceTable | None = None) -> LLM:
         """The chat model; `api_key` (else the environment) authenticates real providers."""
-        return infer_model(self.model_ref, api_key=api_key, base_url=self.base_url, prices=prices)
+        return infer_model(
+            self.model_ref,
+            api_key=api_key,
+            base_url=self.base_url,
+            prices=prices,
+            max_tokens=self.max_tokens,
+        )
 
     def build_tools(self, llm: LLM, *, registry: UserCodeRegistry | None = None) -> list[BaseTool]:
         """The tools the spec names, on this spec's workspace; the user's from `registry`.

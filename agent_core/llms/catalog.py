@@ -28,6 +28,7 @@ __all__ = [
     "infer_model",
     "provider",
     "provider_of",
+    "reply_cap_field",
     "split_model",
 ]
 
@@ -120,7 +121,23 @@ class Provider:
         return getattr(module, attribute)
 
 
-_SDK_OPTIONS = frozenset({"api_key", "base_url", "prices"})
+_SDK_OPTIONS = frozenset({"api_key", "base_url", "prices", "max_tokens"})
+
+_OPENAI_API_HOST = "api.openai.com"
+
+
+def reply_cap_field(provider_name: str, base_url: str | None) -> str:
+    """The request field that caps a reply's tokens on this provider's server.
+
+    OpenAI's own API takes `max_completion_tokens` (it deprecated `max_tokens`, and its
+    reasoning models refuse it); OpenAI-compatible servers (llama.cpp, vLLM, Ollama, LM Studio)
+    know `max_tokens`, and some silently ignore the newer name, so a cap would not hold.
+    Anthropic's API has only `max_tokens`.
+    """
+    if provider_name == "openai" and (not base_url or _OPENAI_API_HOST in base_url):
+        return "max_completion_tokens"
+    return "max_tokens"
+
 
 PROVIDERS: Mapping[str, Provider] = MappingProxyType(
     {
@@ -202,8 +219,9 @@ def infer_model(model: str | LLM, **options: Any) -> LLM:
     Args:
         model: "provider:model" ("openai:gpt-4o-mini"), a bare provider ("anthropic": its
             default model; "demo"), or a model already built.
-        **options: Passed to the provider's model (`api_key`, `base_url`, `prices`); those it
-            does not take are dropped, as the demo model takes no key.
+        **options: Passed to the provider's model (`api_key`, `base_url`, `prices`,
+            `max_tokens`); those it does not take are dropped, as the demo model takes no key,
+            and so are None values: the model's own default holds (Anthropic's required cap).
 
     Raises:
         UserError: The provider is unknown, takes no model name but got one, or its SDK is
@@ -218,7 +236,9 @@ def infer_model(model: str | LLM, **options: Any) -> LLM:
             f"the {name} provider plays fixed replies and takes no model name: write {name!r}, "
             f"not {model!r}"
         )
-    kwargs = {key: value for key, value in options.items() if key in found.options}
+    kwargs = {
+        key: value for key, value in options.items() if key in found.options and value is not None
+    }
     factory = found.load_factory()
     if not found.takes_model:
         return factory(**kwargs)

@@ -53,7 +53,10 @@ from agent_core.llms.base import (
     ToolSpec,
     Usage,
 )
-from agent_core.llms.catalog import OPENAI_COMPATIBLE_PRESETS  # its old home: still importable
+from agent_core.llms.catalog import (
+    OPENAI_COMPATIBLE_PRESETS,  # its old home: still importable
+    reply_cap_field,
+)
 from agent_core.llms.content import ImagePart
 from agent_core.llms.pricing import PriceTable
 
@@ -84,6 +87,9 @@ class OpenAILLM(SDKChatModel[openai.AsyncOpenAI, ChatCompletion, ChatCompletionC
         max_retries: Retries of rate-limited (429), server-error (5xx) and timed-out calls.
         timeout: Seconds to wait for an answer.
         temperature: Sampling temperature; the server's default when None.
+        max_tokens: The most tokens one reply may have; None sends no cap. Sent as
+            `max_completion_tokens` to OpenAI's API, `max_tokens` to other servers
+            (`catalog.reply_cap_field`).
         retry_policy: Overrides `max_retries` with a full policy (delays, cap).
 
     Raises:
@@ -101,9 +107,11 @@ class OpenAILLM(SDKChatModel[openai.AsyncOpenAI, ChatCompletion, ChatCompletionC
         max_retries: int = 3,
         timeout: float = 60.0,
         temperature: float | None = None,
+        max_tokens: int | None = None,
         retry_policy: RetryPolicy | None = None,
     ) -> None:
         self.temperature = temperature
+        self.max_tokens = max_tokens
         if api_key is None and base_url is None:
             api_key = os.environ.get("OPENAI_API_KEY")
         url = _resolve_base_url(base_url)
@@ -114,6 +122,7 @@ class OpenAILLM(SDKChatModel[openai.AsyncOpenAI, ChatCompletion, ChatCompletionC
             prices=prices,
             retry_policy=retry_policy or RetryPolicy(max_retries=max_retries),
         )
+        self.max_tokens_field = reply_cap_field("openai", self.base_url)
 
     def _copy_client(self, client: openai.AsyncOpenAI) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(
@@ -131,6 +140,7 @@ class OpenAILLM(SDKChatModel[openai.AsyncOpenAI, ChatCompletion, ChatCompletionC
             "messages": [_wire_message(m) for m in messages],
             "tools": [_wire_tool(t) for t in tools or ()] or openai.omit,
             "temperature": _or_omit(self.temperature),
+            self.max_tokens_field: _or_omit(self.max_tokens),
         }
 
     async def _create(self, client: openai.AsyncOpenAI, request: dict[str, Any]) -> ChatCompletion:
