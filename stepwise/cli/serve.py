@@ -45,7 +45,7 @@ def run_server(
     guarded = "a token is required" if settings.token else "no token"
     print(
         f"Stepwise: serving http://{host}:{port} ({guarded}), project folder {Path.cwd()}, "
-        f"database {where}; API docs at /docs",
+        f"database {where}; {settings.default_model.summary()}; API docs at /docs",
         file=sys.stderr,
         flush=True,
     )

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Literal
 
 from fastapi import FastAPI
+from pydantic import BaseModel, Field
 
 from stepwise.http.errors import install_error_handlers
 from stepwise.http.security import GateMiddleware
 from stepwise.server import agent_protocol, execute, extensions
 from stepwise.server.runtime import ServerRuntime, runtime_of
-from stepwise.server.settings import ServerSettings
+from stepwise.server.settings import ServedProvider, ServerSettings
 
-__all__ = ["create_app", "runtime_of"]
+__all__ = ["Health", "ServerModel", "create_app", "runtime_of"]
 
 _DESCRIPTION = """\
 Stepwise's runtime over HTTP.
@@ -27,6 +29,24 @@ Stepwise's runtime over HTTP.
 
 Errors are JSON: `{"error": {"code", "message", "hint"}}` with a stable `code`.
 """
+
+
+class ServerModel(BaseModel):
+    """The server's model; every task, agent and Execute Agent call naming none runs on it."""
+
+    provider: ServedProvider
+    name: str
+    base_url: str | None = Field(
+        description="host:port of the server the provider's SDK talks to; null: the provider's."
+    )
+    scripted: bool = Field(description="True for the scripted demo model: no model is called.")
+
+
+class Health(BaseModel):
+    """The server is up, and which model it runs."""
+
+    status: Literal["ok"] = "ok"
+    model: ServerModel
 
 
 def create_app(settings: ServerSettings | None = None) -> FastAPI:
@@ -51,8 +71,8 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     install_error_handlers(app)
 
     @app.get("/health", tags=["server"], summary="Whether the server is up (no token needed)")
-    def health() -> dict[str, str]:
-        return {"status": "ok"}
+    def health() -> Health:
+        return Health(model=ServerModel(**settings.default_model.describe()))
 
     app.include_router(execute.router)
     app.include_router(agent_protocol.router)

@@ -47,6 +47,8 @@ class ServerRuntime:
         # Validating a spec consults the user's code registry: done once per recorded spec.
         self._specs: dict[str, AgentSpec] = {}
         self._reading_spec = AgentSpec()
+        # The agent of every task that names none, on the server's model (`STEPWISE_MODEL`).
+        self.default_spec = settings.agent_spec()
         self._guard = threading.Lock()
 
     def runner_for(self, spec: AgentSpec) -> ParallelAgentRunner:
@@ -83,12 +85,15 @@ class ServerRuntime:
     def spec_named(self, agent: str | None) -> AgentSpec:
         """The spec for a request naming `agent` (a registered agent), else the default.
 
+        Both run on the server's model.
+
         Raises:
             UserError: No agent of that name is registered.
         """
         if not agent:
-            return self.settings.default_agent
-        fields = {**self.settings.default_agent.model_dump(), "agent": agent}
+            return self.default_spec
+        # A registered agent gets the server's model too: `build_agent(llm)` receives it.
+        fields = {**self.default_spec.model_dump(), "agent": agent}
         fields.pop("agent_target")  # Filled in from the registry.
         try:
             return AgentSpec.from_registry(user_code.default_registry(), **fields)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from agent_core.errors import UserError
 from agent_core.llms.catalog import PROVIDERS, split_model
@@ -52,15 +53,71 @@ def _default_model() -> ModelDefault:
             f"{MODEL_ENV}={text!r} names no provider the server runs: use {', '.join(served)}, "
             "optionally with :model-name"
         )
-    return ModelDefault(provider=provider, name=name)  # type: ignore[arg-type]
+    entry = PROVIDERS[provider]
+    # Shown, never sent from here: the SDK reads the same variable when it builds the client.
+    url = os.environ.get(entry.base_url_env) if entry.base_url_env else None
+    server = _host_port(entry.presets.get(url, url)) if url else None
+    return ModelDefault(provider=provider, name=name, server=server)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
 class ModelDefault:
-    """The model an Execute Agent request gets when it names none."""
+    """The server's model: what a task, agent or Execute Agent request naming none gets.
+
+    Attributes:
+        provider: A provider of `agent_core.llms.catalog` that needs no person.
+        name: The model's name; None: the provider's default.
+        server: `host:port` of the server the provider's SDK talks to (its `base_url_env`),
+            never the URL's path, user or password; None: the provider's own. For display
+            only: the SDK reads the variable itself, so the environment's key goes with it.
+    """
 
     provider: ServedProvider
     name: str | None = None
+    server: str | None = None
+
+    @property
+    def scripted(self) -> bool:
+        """Whether it is the scripted demo model (no model, no network)."""
+        return PROVIDERS[self.provider].scripted
+
+    @property
+    def label(self) -> str:
+        """The model's name as shown: the one given, else the provider's ("demo (scripted)")."""
+        return self.name or PROVIDERS[self.provider].model_label
+
+    def agent_fields(self) -> dict[str, Any]:
+        """The `AgentSpec` fields that put an agent on this model."""
+        return {"provider": self.provider, "model": self.name or ""}
+
+    def describe(self) -> dict[str, Any]:
+        """What `GET /health` says of the model: provider, name, server, scripted; no key."""
+        return {
+            "provider": self.provider,
+            "name": self.label,
+            "base_url": self.server,
+            "scripted": self.scripted,
+        }
+
+    def summary(self) -> str:
+        """For people: "model openai:smollm2 at 127.0.0.1:8080", or that it is the demo."""
+        if self.scripted:
+            return f"the scripted demo model: no model is called (set {MODEL_ENV} for a real one)"
+        entry = PROVIDERS[self.provider]
+        where = f"at {self.server}" if self.server else f"on {entry.label}'s own servers"
+        return f"model {entry.model_ref(self.name)} {where}"
+
+
+def _host_port(url: str) -> str:
+    """`host:port` of `url`; the scheme's port when it names none."""
+    try:
+        parts = urlsplit(url if "//" in url else f"//{url}")
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:  # A port that is not a number: show no part of the text.
+        return "an unreadable URL"
+    host = parts.hostname or "?"
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{port}" if port else host
 
 
 @dataclass(frozen=True)
@@ -70,15 +127,23 @@ class ServerSettings:
     Args:
         db: The SQLite file shared with the app (`STEPWISE_DB`, default ./stepwise.db).
         token: Every route but `/health` requires `Authorization: Bearer <token>` when set.
-        default_agent: The agent a task gets when the request names none.
-        default_model: The Execute Agent model when a request names none (`STEPWISE_MODEL`).
+        default_agent: The agent a task gets when the request names none; None (the
+            default): the built-in agent on `default_model`.
+        default_model: The server's model (`STEPWISE_MODEL`, default: the demo): the model
+            of every task, registered agent and Execute Agent request that names none.
         max_body_bytes: Largest request body read.
         max_messages: Most messages one Execute Agent request may carry.
     """
 
     db: Path = field(default_factory=lambda: Path(os.environ.get(DB_ENV, "stepwise.db")))
     token: str | None = field(default_factory=api_token)
-    default_agent: AgentSpec = field(default_factory=AgentSpec)
+    default_agent: AgentSpec | None = None
     default_model: ModelDefault = field(default_factory=_default_model)
     max_body_bytes: int = 1_000_000
     max_messages: int = 1_000
+
+    def agent_spec(self) -> AgentSpec:
+        """The agent of a task naming none: `default_agent`, else the built-in one on the model."""
+        if self.default_agent is not None:
+            return self.default_agent
+        return AgentSpec(**self.default_model.agent_fields())

@@ -48,3 +48,33 @@ def test_a_provider_the_server_cannot_run_is_refused(
     with pytest.raises(UserError, match="names no provider the server runs") as caught:
         ServerSettings()
     assert all(name in str(caught.value) for name in SERVED)
+
+
+@pytest.mark.parametrize(
+    ("base_url", "shown"),
+    [
+        ("http://user:pa55word@10.0.0.5:8080/v1?key=k3y", "10.0.0.5:8080"),
+        ("https://models.example.test/v1", "models.example.test:443"),
+        ("llama.cpp", "localhost:8080"),  # A preset's name: the server it stands for.
+    ],
+)
+def test_the_server_model_shows_its_base_url_as_host_and_port_only(
+    base_url: str, shown: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(MODEL_ENV, "openai:smollm2")
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    model = ServerSettings().default_model
+    assert model.describe() == {
+        "provider": "openai",
+        "name": "smollm2",
+        "base_url": shown,
+        "scripted": False,
+    }
+    assert model.summary() == f"model openai:smollm2 at {shown}"
+    assert "pa55word" not in model.summary() and "k3y" not in str(model.describe())
+
+
+def test_the_default_agent_runs_on_the_server_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(MODEL_ENV, "openai:smollm2")
+    spec = ServerSettings().agent_spec()
+    assert (spec.provider, spec.model) == ("openai", "smollm2")
