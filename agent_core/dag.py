@@ -21,10 +21,12 @@ import networkx as nx
 
 from agent_core.errors import UserError
 from agent_core.types import StepKind, StepStatus, TaskState, TaskStep, TaskStepOutput
+from agent_core.workers.react_format import ReActParseError, parse_react_output
 
 __all__ = [
     "COLLAPSED_NODE",
     "STATUS_COLORS",
+    "TOOL_ERROR",
     "build_dag",
     "collapse_older",
     "describe_step",
@@ -32,6 +34,7 @@ __all__ = [
     "format_call",
     "format_result",
     "legend",
+    "parse_error_of",
     "rejection_of",
     "status_group",
     "to_dot",
@@ -40,6 +43,8 @@ __all__ = [
 
 AWAITING_APPROVAL = "awaiting_approval"
 REJECTED = "rejected"
+TOOL_ERROR = "tool_error"
+"""The group of a step that ran but whose tool call failed (the model read the error)."""
 COLLAPSED_NODE = "collapsed"
 """The id (and status group) of the node that stands for the steps `collapse_older` folded."""
 
@@ -49,6 +54,7 @@ STATUS_COLORS: dict[str, str] = {
     StepStatus.RUNNING.value: "#ffe082",
     StepStatus.COMPLETED.value: "#c8e6c9",
     REJECTED: "#e1bee7",
+    TOOL_ERROR: "#ffab91",
     StepStatus.FAILED.value: "#ef9a9a",
     StepStatus.SKIPPED.value: "#f5f5f5",
     StepStatus.UNDONE.value: "#e0e0e0",
@@ -63,6 +69,7 @@ _MEANINGS: dict[str, str] = {
     StepStatus.RUNNING.value: "running now",
     StepStatus.COMPLETED.value: "ran",
     REJECTED: "tool call you rejected: it did not run",
+    TOOL_ERROR: "tool call failed: the model read its error",
     StepStatus.FAILED.value: "failed: see its error",
     StepStatus.SKIPPED.value: "skipped: it did not run",
     StepStatus.UNDONE.value: "undone: a branch you went back from",
@@ -76,6 +83,7 @@ _BORDER_COLORS = {
     StepStatus.SKIPPED.value: "#9e9e9e",
     AWAITING_APPROVAL: "#e65100",
     REJECTED: "#8e24aa",
+    TOOL_ERROR: "#c62828",
 }
 _BORDER_DASHES: dict[str, bool | list[int]] = {
     StepStatus.UNDONE.value: True,
@@ -86,6 +94,7 @@ _DOT_STYLES = {
     StepStatus.SKIPPED.value: "rounded,filled,dotted",
     AWAITING_APPROVAL: "rounded,filled,bold",
     REJECTED: "rounded,filled,bold",
+    TOOL_ERROR: "rounded,filled,bold",
 }
 _SELECTED_BORDER_COLOR = "#1e88e5"
 _FONT_COLOR = "#212121"
@@ -280,17 +289,41 @@ def rejection_of(step: TaskStep, output: TaskStepOutput | None = None) -> str | 
     return None
 
 
-def status_group(step: TaskStep, output: TaskStepOutput | None = None) -> str:
-    """The step's status as drawn: its status, or "rejected", or "awaiting_approval".
+def parse_error_of(output: TaskStepOutput) -> str | None:
+    """Why a reasoning step's ReAct reply could not be read, or None if it could.
 
-    A rejected tool call is "rejected" (undone wins: it is drawn as undone). An upcoming tool
-    call that waits for a person (`needs_approval`, or held by a breakpoint) is
-    "awaiting_approval".
+    The ReAct worker answers such a reply with an observation ("Error: ...") that only the
+    next step's prompt shows; a step that ran no tool, gave no answer and queued no call,
+    whose reply the ReAct format refuses, had that error, and its own card says so.
+    """
+    step = output.task_step
+    if step.kind is not StepKind.LLM or output.is_last or output.tool_calls:
+        return None
+    if not isinstance(output.output, str) or output.error:
+        return None
+    if any(next_step.kind is not StepKind.LLM for next_step in output.next_steps):
+        return None  # A call queued for approval: the reply was read.
+    try:
+        parse_react_output(output.output)
+    except ReActParseError as exc:
+        return str(exc)
+    return None
+
+
+def status_group(step: TaskStep, output: TaskStepOutput | None = None) -> str:
+    """The step's status as drawn: its status, or "rejected", "tool_error", "awaiting_approval".
+
+    A rejected tool call is "rejected" (undone wins: it is drawn as undone). A completed step
+    whose tool call failed (the tool raised, or was unknown) is "tool_error": the step ran,
+    but not as the model meant. An upcoming tool call that waits for a person
+    (`needs_approval`, or held by a breakpoint) is "awaiting_approval".
     """
     status = step.status.value
     if step.status in (StepStatus.COMPLETED, StepStatus.FAILED):
         if rejection_of(step, output) is not None:
             return REJECTED
+        if step.status is StepStatus.COMPLETED and _a_call_failed(output):
+            return TOOL_ERROR
     elif step.status is StepStatus.UPCOMING and _awaits_person(step):
         return AWAITING_APPROVAL
     return status
@@ -370,6 +403,10 @@ def _tool_steps_queued_by(state: TaskState) -> dict[str, list[TaskStep]]:
             for prev_id in step.prev_step_ids:
                 queued.setdefault(prev_id, []).append(step)
     return queued
+
+
+def _a_call_failed(output: TaskStepOutput | None) -> bool:
+    return output is not None and any(call.is_error for call in output.tool_calls)
 
 
 def _awaits_person(step: TaskStep) -> bool:

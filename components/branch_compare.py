@@ -86,11 +86,13 @@ class StepView:
     tokens: int
     cost: float | None
     latency_ms: float
+    estimated: bool = False
+    """The tokens are an estimate (the server sent no counts)."""
 
     def text(self, name: str) -> str:
         """The field `name` as shown on screen."""
         if name == "tokens":
-            return f"{self.tokens:,}"
+            return f"{'≈' if self.estimated else ''}{self.tokens:,}"
         if name == "cost":
             return "cost unknown" if self.cost is None else f"${self.cost:.4f}"
         if name == "latency":
@@ -129,7 +131,7 @@ def step_view(state: TaskState, step_id: str) -> StepView:
     proposed = step.proposed_input if step.edited else step.input
     result = "(not run)"
     calls = "(none)"
-    tokens, cost, latency = 0, None, 0.0
+    tokens, cost, latency, estimated = 0, None, 0.0, False
     if output is not None:
         rejection = step.rejection
         if output.error:
@@ -145,6 +147,7 @@ def step_view(state: TaskState, step_id: str) -> StepView:
         ]
         calls = "\n".join(lines) or "(none)"
         tokens, cost, latency = output.usage.total_tokens, output.usage.cost_usd, output.latency_ms
+        estimated = output.usage.estimated
     return StepView(
         step_id=step_id,
         number=step.number,
@@ -155,6 +158,7 @@ def step_view(state: TaskState, step_id: str) -> StepView:
         output=result,
         tool_calls=calls,
         tokens=tokens,
+        estimated=estimated,
         cost=cost,
         latency_ms=latency,
     )

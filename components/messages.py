@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_core.errors import AgentCoreError
+from agent_core.llms.base import Usage
 from agent_core.llms.catalog import PROVIDERS
 from agent_core.types import StepKind, TaskState, TaskStep
 
@@ -32,6 +33,8 @@ __all__ = [
     "plain",
     "plural",
     "step_name",
+    "token_count",
+    "tokens_text",
     "unplain",
 ]
 
@@ -43,6 +46,21 @@ def plural(n: int, word: str, plural_word: str | None = None) -> str:
     if n == 1:
         return f"1 {word}"
     return f"{n:,} {plural_word or word + 's'}"
+
+
+ESTIMATED = "≈"
+"""Before a token count Stepwise estimated because the server sent none."""
+
+
+def token_count(usage: Usage) -> str:
+    """The total tokens as a number, "≈1,204" when the server sent no counts (an estimate)."""
+    return f"{ESTIMATED if usage.estimated else ''}{usage.total_tokens:,}"
+
+
+def tokens_text(usage: Usage) -> str:
+    """The total tokens in words: "120 tokens", or "≈120 tokens" when they are an estimate."""
+    words = plural(usage.total_tokens, "token")
+    return f"{ESTIMATED}{words}" if usage.estimated else words
 
 
 def cost_text(usd: float | None) -> str:

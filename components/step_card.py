@@ -15,12 +15,12 @@ from typing import Any
 
 import streamlit as st
 
-from agent_core.dag import display_value, format_result, rejection_of
+from agent_core.dag import display_value, format_result, parse_error_of, rejection_of
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.types import StepInput, StepKind, StepStatus, TaskStep, TaskStepOutput
 from agent_core.workers.multimodal_react import step_images
 from components.memory_view import render_memory
-from components.messages import cost_text, plain, plural
+from components.messages import cost_text, plain, plural, tokens_text
 from components.task_images import render_thumbnails
 
 __all__ = ["card_title", "render_call", "render_step_card", "usage_text"]
@@ -48,10 +48,13 @@ _CODE_ARGS = ("code", "source", "script", "program")
 
 
 def usage_text(usage: Usage) -> list[str]:
-    """Tokens and cost as title parts ("120 tokens", "$0.0012"); none when no model ran."""
+    """Tokens and cost as title parts ("120 tokens", "≈120 tokens" estimated, "$0.0012").
+
+    None when no model ran.
+    """
     if not usage.total_tokens and not usage.cost_usd:
         return []
-    return [plural(usage.total_tokens, "token"), cost_text(usage.cost_usd)]
+    return [tokens_text(usage), cost_text(usage.cost_usd)]
 
 
 def _reason_label(reason: str) -> str:
@@ -272,6 +275,10 @@ def render_step_card(
         if output.error:
             st.caption("Error")
             _code(output.error)
+        parse_error = parse_error_of(output)
+        if parse_error is not None:
+            st.caption("The reply could not be read as ReAct; the model was told:")
+            _code(parse_error)
         _render_messages_sent(output, key=card_key, load=load_messages_sent)
         if step.undo_warnings:
             st.warning("Undo could not revert everything this step did:")

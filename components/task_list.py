@@ -22,7 +22,7 @@ from agent_core.trace import MAX_TRACE_BYTES, export_trace, import_trace
 from agent_core.types import Task, TaskStatus, short_id
 from components import navigation, runtime, state
 from components.actions import attempt
-from components.messages import cost_text, plain, plural
+from components.messages import cost_text, plain, plural, tokens_text
 from components.task_form import agent_label, model_label
 
 __all__ = [
@@ -85,7 +85,7 @@ def summary_line(task: TaskSummary) -> str:
         task.status.value,
         f"{plural(task.steps_completed, 'step')} done",
         f"{task.steps_upcoming:,} upcoming",
-        plural(task.usage.total_tokens, "token"),
+        tokens_text(task.usage),
         usage_cost_text(task.usage),
         f"updated {task.updated_at:%Y-%m-%d %H:%M} UTC",
         f"id {short_id(task.task_id)}",

@@ -627,6 +627,7 @@ def test_the_legend_names_every_group_and_the_graph_carries_the_groups_it_uses()
         "running",
         "completed",
         "rejected",
+        "tool_error",
         "failed",
         "skipped",
         "undone",

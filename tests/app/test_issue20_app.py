@@ -6,11 +6,57 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from agent_core import AgentRunner
+from agent_core.dag import STATUS_COLORS, TOOL_ERROR, build_dag, status_group
+from agent_core.llms import ChatMessage, ScriptedLLM
+from agent_core.llms.base import ChatResponse, Usage
+from agent_core.store import SQLiteStore
+from agent_core.tools import FunctionTool
 from agent_core.types import StepKind, StepStatus
+from agent_core.workers import ReActAgentWorker
 from components.task_version import CHANGED
 
 from .conftest import stored
-from .test_stepper import messages, ok, start_scenario, step_widget
+from .test_stepper import (
+    TASK_KEY,
+    card_titles,
+    codes,
+    dag_nodes,
+    fill,
+    messages,
+    ok,
+    start_scenario,
+    step_widget,
+)
+
+BAD_ACTION = "Thought: I will add.\nAction: add\nAction Input: {not json"
+
+
+def _reply(text: str, *, estimated: bool = False) -> ChatResponse:
+    usage = Usage(prompt_tokens=1000, completion_tokens=234, estimated=estimated)
+    return ChatResponse(message=ChatMessage(role="assistant", content=text), usage=usage)
+
+
+def _broken(a: int, b: int) -> int:
+    """Add two numbers (it always fails)."""
+    raise RuntimeError("the adder is broken")
+
+
+def _ran_task(db_path: Path, *replies: ChatResponse) -> str:
+    """A task in the app's database whose steps ran through the runtime, one per reply."""
+    tools = [FunctionTool.from_defaults(fn=_broken, name="add")]
+    worker = ReActAgentWorker.from_tools(tools, llm=ScriptedLLM(list(replies)))
+    runner = AgentRunner(worker, store=SQLiteStore(db_path))
+    task = runner.create_task("What is 2 + 3?").task_id
+    for _ in replies:
+        runner.run_step(task)
+    return task
+
+
+def _open(app: AppTest, task: str) -> AppTest:
+    app.session_state[TASK_KEY] = task
+    return ok(app.run())
+
 
 _ITEM = '{"id": "a", "agent": "%s", "prompt": "Write hi to a.txt", "depends_on": []}'
 
@@ -39,3 +85,41 @@ def test_an_invalid_plan_then_a_valid_one_runs_without_a_stale_tab(
     state = stored(db_path, task)
     assert [state.steps[s].kind for s in state.completed] == [StepKind.PLAN]
     assert [s.kind for s in state.step_queue] == [StepKind.DELEGATE, StepKind.FINALIZE]
+
+
+def test_estimated_tokens_show_approx_on_the_card_the_task_and_the_tasks_page(
+    app: AppTest, db_path: Path
+) -> None:
+    task = _ran_task(db_path, _reply("Thought: done.\nAnswer: 5", estimated=True))
+    _open(app, task)
+    assert card_titles(app)[0].startswith("Step 1 · llm · ≈1,234 tokens")
+    assert any("≈1,234 tokens" in c.value for c in app.caption)  # the task's totals
+    app.switch_page("pages/tasks.py").run()
+    ok(app)
+    assert any("≈1,234 tokens" in c.value for c in app.caption if " · id " in c.value)
+
+
+def test_exact_tokens_show_no_approx(app: AppTest, db_path: Path) -> None:
+    _open(app, _ran_task(db_path, _reply("Thought: done.\nAnswer: 5")))
+    assert card_titles(app)[0].startswith("Step 1 · llm · 1,234 tokens")
+
+
+def test_a_react_parse_error_shows_on_its_own_card(app: AppTest, db_path: Path) -> None:
+    task = _ran_task(db_path, _reply(BAD_ACTION))
+    assert "unclosed" in stored(db_path, task).task.memory.get_all()[-1].content  # model told
+    _open(app, task)
+    assert any("could not be read as ReAct" in c.value for c in app.caption)
+    assert any(text.startswith("Action Input has an unclosed '{'") for text in codes(app))
+
+
+def test_a_failed_tool_call_is_not_drawn_green(app: AppTest, db_path: Path) -> None:
+    call = 'Thought: I will add.\nAction: add\nAction Input: {"a": 2, "b": 3}'
+    task = _ran_task(db_path, _reply(call))
+    state = stored(db_path, task)
+    (output,) = state.completed_steps
+    assert output.tool_calls[0].is_error  # the tool did fail
+    assert status_group(output.task_step, output) == TOOL_ERROR
+    _open(app, task)
+    (node,) = [n for n in dag_nodes(app).values() if n["status"] != "upcoming"]
+    assert fill(node) == STATUS_COLORS[TOOL_ERROR] != STATUS_COLORS["completed"]
+    assert build_dag(state).nodes[output.task_step.step_id]["group"] == TOOL_ERROR

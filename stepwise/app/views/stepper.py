@@ -31,7 +31,7 @@ from components.breakpoint_picker import chosen_breakpoints, render_breakpoints
 from components.graph_panel import render_graph_panel
 from components.live_step import render_live_step, watch_live_steps
 from components.memory_view import render_memory
-from components.messages import plural
+from components.messages import plural, token_count, tokens_text
 from components.step_card import render_step_card
 from components.step_editor import preview_messages, render_upcoming_step
 from components.task_form import agent_label, model_label, render_create_form
@@ -117,7 +117,7 @@ def _header(task_state: TaskState) -> None:
         f"Status: **{status}**",
         f"{plural(len(task_state.completed), 'step')} done",
         f"{len(task_state.queue):,} upcoming",
-        plural(usage.total_tokens, "token"),
+        tokens_text(usage),
         usage_cost_text(usage),
     ]
     st.caption(" · ".join(part for part in parts if part))
@@ -434,7 +434,7 @@ def _all_steps(runner: ParallelAgentRunner, task_state: TaskState) -> None:
             "Step": o.task_step.number,
             "What it did": labels[o.task_step.step_id].get("label", ""),
             "Status": o.task_step.status.value,
-            "Tokens": o.usage.total_tokens,
+            "Tokens": token_count(o.usage),
             "Cost": usage_cost_text(o.usage),
             "Latency (ms)": round(o.latency_ms),
         }
