@@ -9,11 +9,21 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+import streamlit as st
+
 from agent_core.errors import UserError
 from agent_core.llms.catalog import PROVIDERS, Provider
 from agent_core.spec import AgentSpec
 
-__all__ = ["PROVIDER_LABELS", "check_base_url", "model_label", "provider_title"]
+__all__ = [
+    "MAX_TOKENS_HELP",
+    "PROVIDER_LABELS",
+    "check_base_url",
+    "max_tokens_input",
+    "max_tokens_text",
+    "model_label",
+    "provider_title",
+]
 
 
 def provider_title(entry: Provider) -> str:
@@ -38,6 +48,33 @@ def model_label(spec: AgentSpec) -> str:
         return f"{entry.label} — you type each reply"
     where = f" at {spec.base_url}" if spec.base_url else ""
     return f"{PROVIDER_LABELS[spec.provider]} · {spec.model_name}{where}"
+
+
+MAX_TOKENS_HELP = (
+    "The most tokens one model reply may have (sent as max_tokens, or max_completion_tokens "
+    "where the server takes that). Empty: no cap. A small local model may otherwise write "
+    "until its context is full, and a server keeps generating after a timed-out request."
+)
+
+
+def max_tokens_input(label: str, value: int | None, *, key: str) -> int | None:
+    """A whole-number field for the reply cap; None when left empty (no cap)."""
+    typed = st.number_input(
+        label,
+        min_value=1,
+        max_value=1_000_000,
+        value=value,
+        step=256,
+        placeholder="no cap",
+        key=key,
+        help=MAX_TOKENS_HELP,
+    )
+    return None if typed is None else int(typed)
+
+
+def max_tokens_text(spec: AgentSpec) -> str:
+    """The reply cap in words: "replies up to 512 tokens", or "" with no cap."""
+    return "" if spec.max_tokens is None else f"replies up to {spec.max_tokens:,} tokens"
 
 
 def check_base_url(url: str) -> str:

@@ -26,7 +26,13 @@ from agent_core.llms.pricing import DEFAULT_PRICES
 from agent_core.spec import AgentSpec
 from components import state
 from components.messages import plural
-from components.model_choice import check_base_url, model_label, provider_title
+from components.model_choice import (
+    check_base_url,
+    max_tokens_input,
+    max_tokens_text,
+    model_label,
+    provider_title,
+)
 
 __all__ = [
     "CHOICES",
@@ -207,12 +213,16 @@ def render_model_section() -> None:
         key=f"settings-model-{choice}",
         disabled=_has_fixed_model(choice),
     )
+    max_tokens = max_tokens_input(
+        "Max tokens per reply", saved.max_tokens, key="settings-max-tokens"
+    )
     if st.button("Save model", type="primary", key="settings-save-model"):
         try:
             spec = build_spec(saved, choice, model=model, base_url=base_url)
         except UserError as error:
             st.error(str(error))  # Our own sentence: it never repeats what was typed.
         else:
+            spec = spec.model_copy(update={"max_tokens": max_tokens})
             if state.set_agent_spec(spec):
                 state.push_notice("success", "Saved: new tasks use this model.")
             st.rerun()
@@ -222,6 +232,8 @@ def render_model_section() -> None:
         "New tasks start from this (the stepper's form can still change it per task):"
     )
     st.code(model_label(saved), language=None, wrap_lines=True)
+    if saved.max_tokens is not None:
+        st.caption(f"New tasks' {max_tokens_text(saved)} (each task's form can change it).")
 
 
 # --- keys -----------------------------------------------------------------------------------

@@ -21,7 +21,12 @@ from agent_core.user_code.registry import UserCodeRegistry, default_registry
 from components import runtime, state
 from components.actions import attempt, show_message, show_notice
 from components.intro import render_intro
-from components.model_choice import PROVIDER_LABELS, check_base_url, model_label
+from components.model_choice import (
+    PROVIDER_LABELS,
+    check_base_url,
+    max_tokens_input,
+    model_label,
+)
 from components.task_images import pick_images
 from components.user_code_view import render_code_error, render_user_code
 
@@ -198,10 +203,14 @@ def _pick_agent(default: AgentSpec, registry: UserCodeRegistry) -> AgentSpec:
         )
         worker = "react"
     model, base_url = _pick_model(default, provider)
+    max_tokens = max_tokens_input(
+        "Max tokens per reply (this task)", default.max_tokens, key="form-max-tokens"
+    )
     update: dict[str, Any] = {
         "provider": provider,
         "model": model,
         "base_url": base_url,
+        "max_tokens": max_tokens,
         "agent": agent,
         "agent_target": None,  # Filled in from the registry: the target as registered now.
         "tool_modules": {},
@@ -269,7 +278,9 @@ def render_create_form() -> None:
             return
         if images is None:
             return  # The uploader says which image was refused, and why.
-        state.set_agent_spec(spec)
+        # The form's agent is remembered for the next task, but its reply cap is this task's
+        # own: Settings keeps deciding the cap new tasks start from.
+        state.set_agent_spec(spec.model_copy(update={"max_tokens": state.agent_spec().max_tokens}))
         if _create_checked(spec, text, images):
             st.rerun()
     show_notice(where=_FORM)  # What the last Create task said, under the button.

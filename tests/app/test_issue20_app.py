@@ -10,16 +10,19 @@ from agent_core import AgentRunner
 from agent_core.dag import STATUS_COLORS, TOOL_ERROR, build_dag, status_group
 from agent_core.llms import ChatMessage, ScriptedLLM
 from agent_core.llms.base import ChatResponse, Usage
+from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
 from agent_core.tools import FunctionTool
 from agent_core.types import StepKind, StepStatus
 from agent_core.workers import ReActAgentWorker
+from components import state
 from components.task_version import CHANGED
 
 from .conftest import stored
 from .test_stepper import (
     TASK_KEY,
     card_titles,
+    click,
     codes,
     dag_nodes,
     fill,
@@ -27,6 +30,9 @@ from .test_stepper import (
     ok,
     start_scenario,
     step_widget,
+    task_id,
+    texts,
+    type_task,
 )
 
 BAD_ACTION = "Thought: I will add.\nAction: add\nAction Input: {not json"
@@ -123,3 +129,46 @@ def test_a_failed_tool_call_is_not_drawn_green(app: AppTest, db_path: Path) -> N
     (node,) = [n for n in dag_nodes(app).values() if n["status"] != "upcoming"]
     assert fill(node) == STATUS_COLORS[TOOL_ERROR] != STATUS_COLORS["completed"]
     assert build_dag(state).nodes[output.task_step.step_id]["group"] == TOOL_ERROR
+
+
+def _spec_of(db_path: Path, task: str) -> AgentSpec:
+    spec = stored(db_path, task).task.spec
+    assert spec is not None
+    return AgentSpec.model_validate(spec)
+
+
+def _saved_spec(db_path: Path) -> AgentSpec:
+    store = SQLiteStore(db_path)
+    try:
+        return AgentSpec.model_validate(store.get_setting(state.SAVED_SPEC))
+    finally:
+        store.close()
+
+
+def test_max_tokens_from_settings_is_each_new_tasks_default_and_a_task_may_change_it(
+    app: AppTest, db_path: Path
+) -> None:
+    ok(app.run())
+    app.switch_page("pages/settings.py").run()
+    app.number_input(key="settings-max-tokens").set_value(512).run()
+    app.button(key="settings-save-model").click().run()
+    assert _saved_spec(db_path).max_tokens == 512
+
+    app.switch_page("pages/stepper.py").run()
+    assert app.number_input(key="form-max-tokens").value == 512  # Settings' cap by default
+    type_task(app, "What is 2 + 3?")
+    first = task_id(app)
+    assert _spec_of(db_path, first).max_tokens == 512
+    assert any("replies up to 512 tokens" in t for t in texts(app))
+
+    click(app, "New task")
+    app.number_input(key="form-max-tokens").set_value(64)
+    app.text_area(key="form-task").input("What is 4 + 5?")
+    click(app, "Create task")
+    second = task_id(app)
+
+    assert second != first
+    assert _spec_of(db_path, second).max_tokens == 64  # this task's own cap...
+    assert _saved_spec(db_path).max_tokens == 512  # ...never Settings'
+    click(app, "New task")
+    assert app.number_input(key="form-max-tokens").value == 512

@@ -32,6 +32,7 @@ from components.graph_panel import render_graph_panel
 from components.live_step import render_live_step, watch_live_steps
 from components.memory_view import render_memory
 from components.messages import plural, token_count, tokens_text
+from components.model_choice import max_tokens_text
 from components.step_card import render_step_card
 from components.step_editor import preview_messages, render_upcoming_step
 from components.task_form import agent_label, model_label, render_create_form
@@ -122,7 +123,9 @@ def _header(task_state: TaskState) -> None:
     ]
     st.caption(" · ".join(part for part in parts if part))
     spec = runtime.spec_of(task.task_id)
-    st.text(f"Model: {model_label(spec)} · Agent: {agent_label(spec)}")  # names: not markdown
+    cap = max_tokens_text(spec)
+    line = f"Model: {model_label(spec)} · Agent: {agent_label(spec)}" + (f" · {cap}" if cap else "")
+    st.text(line)  # names: not markdown
 
 
 def _nothing_queued(view: _View) -> str:
