@@ -30,6 +30,7 @@ __all__ = [
     "describe",
     "describe_data",
     "failed_step_text",
+    "note_text",
     "plain",
     "plural",
     "step_name",
@@ -46,6 +47,20 @@ def plural(n: int, word: str, plural_word: str | None = None) -> str:
     if n == 1:
         return f"1 {word}"
     return f"{n:,} {plural_word or word + 's'}"
+
+
+_NOTES = {
+    "no_tool_call": (
+        "The model did not call a tool: it was offered tools and answered in prose. A local "
+        "server may ignore tools unless asked, or the model cannot call them: check the "
+        "server, or Undo and steer the model to use a tool."
+    ),
+}
+
+
+def note_text(code: str, message: str) -> str:
+    """A step note (`StepNote`) in the app's words, from its code; its own words otherwise."""
+    return _NOTES.get(code, message)
 
 
 ESTIMATED = "≈"

@@ -20,7 +20,7 @@ from agent_core.llms.base import ChatMessage, Usage
 from agent_core.types import StepInput, StepKind, StepStatus, TaskStep, TaskStepOutput
 from agent_core.workers.multimodal_react import step_images
 from components.memory_view import render_memory
-from components.messages import cost_text, plain, plural, tokens_text
+from components.messages import cost_text, note_text, plain, plural, tokens_text
 from components.task_images import render_thumbnails
 
 __all__ = ["card_title", "render_call", "render_step_card", "usage_text"]
@@ -261,6 +261,9 @@ def render_step_card(
         if rejection is not None:
             st.caption("You rejected this call, so it did not run. Your reason:")
             _code(rejection or "(no reason given)")
+        # Notes came with the runtime's StepNote; a step stored before it has none.
+        for note in getattr(output, "notes", ()):
+            st.info(plain(note_text(note.code, note.message)))
         _render_input(output, rejected=rejection is not None)
         render_thumbnails(step_images(step))
         if step.kind is StepKind.HUMAN or step.status is StepStatus.SKIPPED:

@@ -14,7 +14,7 @@ from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
 from agent_core.tools import FunctionTool
 from agent_core.types import StepKind, StepStatus
-from agent_core.workers import ReActAgentWorker
+from agent_core.workers import FunctionCallingAgentWorker, ReActAgentWorker
 from components import state
 from components.task_version import CHANGED
 
@@ -172,3 +172,14 @@ def test_max_tokens_from_settings_is_each_new_tasks_default_and_a_task_may_chang
     assert _saved_spec(db_path).max_tokens == 512  # ...never Settings'
     click(app, "New task")
     assert app.number_input(key="form-max-tokens").value == 512
+
+
+def test_a_model_that_did_not_call_a_tool_says_so_on_its_card(app: AppTest, db_path: Path) -> None:
+    tools = [FunctionTool.from_defaults(fn=_broken, name="add")]
+    worker = FunctionCallingAgentWorker.from_tools(tools, llm=ScriptedLLM(["2 + 3 = 5"]))
+    runner = AgentRunner(worker, store=SQLiteStore(db_path))
+    task = runner.create_task("What is 2 + 3?").task_id
+    output = runner.run_step(task)
+    assert [note.code for note in output.notes] == ["no_tool_call"]  # the runtime noted it
+    _open(app, task)
+    assert any("The model did not call a tool" in i.value for i in app.info)

@@ -25,7 +25,7 @@ from agent_core.dag import build_dag
 from agent_core.errors import AgentCoreError, UserCodeError
 from agent_core.llms.scripted import HumanLLM
 from agent_core.types import StepKind, StepStatus, TaskState, TaskStatus, TaskStepOutput
-from components import run_until_job, runtime, state, task_version
+from components import ready_steps_job, run_until_job, runtime, state, task_version
 from components.actions import show_message, show_notice
 from components.breakpoint_picker import chosen_breakpoints, render_breakpoints
 from components.graph_panel import render_graph_panel
@@ -190,14 +190,9 @@ _CONTROLS = run_until_job.WHERE
 
 
 def _on_run_ready_steps(runner: ParallelAgentRunner, task_id: str) -> None:
-    ran: list[TaskStepOutput] = []
-
-    def run() -> None:
-        ran.extend(runner.run_steps_in_queue(task_id))
-
-    with st.spinner("Running the ready steps…"):
-        if task_version.act(runner, task_id, run, where=_CONTROLS):
-            state.push_notice("success", _ran_text(ran))
+    # Started in the runtime, not run here: the page streams each step and can stop them.
+    start = lambda: ready_steps_job.start(runner, task_id)  # noqa: E731
+    task_version.act(runner, task_id, start, where=_CONTROLS)
 
 
 def _on_run_until(runner: ParallelAgentRunner, task_id: str) -> None:
@@ -520,6 +515,7 @@ def _task_view(task_id: str) -> None:
     if problem is not None:
         _problem(problem)
     until_running = run_until_job.render_running(task_id)
+    ready_steps_job.render_running(runner, task_id)  # Its steps stream under Upcoming steps.
     view = _View(
         runner=runner,
         task_state=task_state,
@@ -570,6 +566,7 @@ def render() -> None:
     current = _current_task_id()
     if current is not None:
         run_until_job.report_finished(current)  # Before the notice: this page run shows it.
+        ready_steps_job.report_finished(current, _ran_text)
     show_notice()
     if current is None:
         render_create_form()
