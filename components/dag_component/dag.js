@@ -64,17 +64,41 @@
     });
   }
 
+  // The left and right edges (canvas units) of the nodes whose rows lie within `rows` of
+  // the newest step's row: what must stay in view beside it.
+  function rowExtent(ids, newestY, rows) {
+    var left = Infinity;
+    var right = -Infinity;
+    ids.forEach(function (id) {
+      var box = network.getBoundingBox(id);
+      if (Math.abs((box.top + box.bottom) / 2 - newestY) <= rows) {
+        left = Math.min(left, box.left);
+        right = Math.max(right, box.right);
+      }
+    });
+    return { left: left, right: right };
+  }
+
   // When fitting the whole graph made labels too small to read, show the newest step near
-  // the bottom at a readable zoom (the user zooms out for more).
+  // the bottom at a readable zoom (the user zooms out for more). The rows shown keep every
+  // node beside it in view, undone branches included: centred on the newest step alone,
+  // siblings to its left were cut off at the frame's edge.
   function frame() {
     var ids = nodes.getIds();
-    if (ids.length && network.getScale() < 0.6) {
-      var newest = ids[ids.length - 1];
-      var below = graph.clientHeight / 2 - 60;
-      network.moveTo({
-        position: network.getPositions([newest])[newest], scale: 0.9, offset: { x: 0, y: below }
-      });
+    if (!ids.length || network.getScale() >= 0.6) return;
+    var newest = ids[ids.length - 1];
+    var at = network.getPositions([newest])[newest];
+    var scale = 0.9;
+    var shownRows = (graph.clientHeight - 40) / scale; // canvas units above the newest step
+    var extent = rowExtent(ids, at.y - shownRows / 2, shownRows / 2);
+    var x = at.x;
+    if (extent.right > extent.left) {
+      var margin = 24;
+      scale = Math.min(scale, graph.clientWidth / (extent.right - extent.left + 2 * margin));
+      x = (extent.left + extent.right) / 2;
     }
+    var below = graph.clientHeight / 2 - 60;
+    network.moveTo({ position: { x: x, y: at.y }, scale: scale, offset: { x: 0, y: below } });
   }
 
   function onClick(params) {
