@@ -91,6 +91,12 @@ ERROR_CODES: Mapping[str, str] = {
     "human_reply_needed": "the model is a person, and no reply was typed for this step",
     "missing_extra": "a feature (`feature`) needs an extra of the stepwise distribution "
     "(`extra`) whose package (`module`) is not installed",
+    "model_request_refused": "the model's server failed the same request twice with a server "
+    "error (`status`; `server`, and its own text in `detail`): running it again will not help",
+    "model_busy": "a model call on a local server timed out after `timeout_s` s; the server may "
+    "still be generating that reply, so it was not retried",
+    "model_stream_broken": "the model's server opened a reply stream and closed it before "
+    "sending anything (`server`)",
 }
 """Every code an `AgentCoreError` carries, with what it means (its `params` in backticks).
 

@@ -25,6 +25,7 @@ __all__ = [
     "AgentState",
     "StepInput",
     "StepKind",
+    "StepNote",
     "StepSnapshot",
     "StepStatus",
     "Task",
@@ -248,6 +249,18 @@ class ComponentRun(BaseModel):
     latency_ms: float = 0.0
 
 
+class StepNote(BaseModel):
+    """Something a person should know about a step that did not fail, by a stable `code`.
+
+    Codes: `no_tool_call` (the model was offered tools on the task's first step and answered
+    in prose; some local servers ignore tools unless asked, or the model cannot call them).
+    Faces word it from `code`; `message` is the Python API's words.
+    """
+
+    code: str
+    message: str
+
+
 class TaskStepOutput(BaseModel):
     """What one step produced, and the steps it queues next."""
 
@@ -269,6 +282,8 @@ class TaskStepOutput(BaseModel):
     components: list[ComponentRun] = Field(default_factory=list)
     """Each pipeline component the step ran, with its inputs, output and latency
     (`QueryPipelineAgentWorker`); empty for other workers."""
+    notes: list[StepNote] = Field(default_factory=list)
+    """What a person should know about the step (`StepNote`), e.g. `no_tool_call`."""
 
     def __str__(self) -> str:
         return str(self.output)

@@ -27,8 +27,9 @@ counts how often each one fired, so a test can assert its fault was injected.
   dropped).
 - `"null_content_500"`: an assistant message with `"content": null` gets HTTP 500 with the
   server's own error text (`NULL_CONTENT_ERROR`, the useful part at its end), every time.
-- `"broken_stream"`: a streamed request gets its 200 headers, then the connection is dropped
-  with nothing sent (no reply is consumed from the script).
+- `"broken_stream"`: a streamed request gets its 200 headers, then the body ends and the
+  connection closes with no event sent (as llama-cpp-python's server does when generation
+  fails after the stream opened); no reply is consumed from the script.
 - `"endless_reply"`: the reply never ends: words stream (or a non-streamed call waits) until the
   client leaves, unless the request caps it with `max_tokens` / `max_completion_tokens`: then
   that many words (one token each) and finish_reason "length".
@@ -719,6 +720,7 @@ class OpenAIServer(LoopbackModelServer):
             return True
         if body.get("stream") and self._hit("broken_stream"):
             handler.start_chunked({})
+            handler.end_chunked()  # A well-formed, empty body: no error, and no reply.
             self._drop(handler)
             return True
         if self._hit("endless_reply"):

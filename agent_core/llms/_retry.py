@@ -1,7 +1,11 @@
 """Bounded retries with exponential backoff for model calls that may succeed if repeated.
 
-Rate limits (429), server errors (5xx) and timeouts are retried; anything else (a bad key, an
-unknown model, a context too long) fails at once, since repeating cannot help.
+Rate limits (429), overload (503, 529) and timeouts are retried as the policy allows. Any other
+server error (500, 502, ...) is retried once: a local server that fails a request (llama.cpp's
+500 on a message it cannot template) fails the same request every time, so a second failure
+becomes a `model_request_refused` error that says so. A connection that fails before any byte
+of an answer (a pooled keep-alive connection the server had dropped) is retried once, on a new
+connection. Anything else (a bad key, an unknown model, a context too long) fails at once.
 """
 
 from __future__ import annotations
@@ -11,9 +15,12 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from agent_core.errors import LLMError
+from agent_core.errors import LLMConnectionError, LLMError, LLMStatusError
 
-__all__ = ["RetryPolicy", "is_retryable", "with_retries"]
+__all__ = ["OVERLOADED_STATUSES", "RetryPolicy", "is_retryable", "with_retries"]
+
+OVERLOADED_STATUSES = frozenset({503, 529})
+"""Server errors that say "busy, come back": retried as the policy allows, like a 429."""
 
 T = TypeVar("T")
 
@@ -51,19 +58,68 @@ class RetryPolicy:
         return min(backoff * (0.5 + random.random() / 2), self.max_delay)
 
 
+def _server_error(error: LLMError) -> bool:
+    """A server error that is not the server saying it is busy (500, 502, 504, ...)."""
+    status = error.status
+    return status is not None and status >= 500 and status not in OVERLOADED_STATUSES
+
+
+def _refused(error: LLMError) -> LLMStatusError:
+    """The error for a request the server failed twice: it is the request, not a passing fault."""
+    where = error.params.get("server") or "the model's server"
+    detail = error.params.get("detail") or error.message
+    return LLMStatusError(
+        f"{where} refused this request: it failed twice with a server error "
+        f"({error.status}): {detail}",
+        hint="the server fails this request every time, so running the step again will not "
+        "help: read the server's error above (and its log); try another model or server, or "
+        "undo the step and change what it sends",
+        remedy="configure_model",
+        code="model_request_refused",
+        status=error.status,
+        retryable=False,
+        request_id=error.request_id,
+        params={**error.params, "repeated": True},
+    )
+
+
 async def with_retries(
     call: Callable[[], Awaitable[T]],
     policy: RetryPolicy,
     *,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> T:
-    """Await `call()`, retrying retryable `LLMError`s as `policy` allows."""
+    """Await `call()`, retrying retryable `LLMError`s as `policy` allows.
+
+    A server error other than overload, and a connection error, is retried at most once
+    (see the module's docstring); a server error that repeats raises `model_request_refused`.
+    """
     attempt = 0
+    once: set[str] = set()
     while True:
         try:
             return await call()
         except LLMError as error:
             attempt += 1
-            if attempt > policy.max_retries or not is_retryable(error):
+            kind = _retried_once(error)
+            if kind is not None and kind in once:
+                if kind == "server":
+                    raise _refused(error) from None
                 raise
-            await sleep(policy.delay(attempt, error))
+            if attempt > policy.max_retries or not (kind or is_retryable(error)):
+                raise
+            if kind is not None:
+                once.add(kind)
+            # A dead pooled connection is replaced at once; the server was never asked.
+            await sleep(0 if kind == "connection" else policy.delay(attempt, error))
+
+
+def _retried_once(error: LLMError) -> str | None:
+    """The kind ("server", "connection") of an error retried at most once; None: the others."""
+    if error.retryable is not None:
+        return None  # The adapter decided (an exhausted quota, a timeout on a local server).
+    if _server_error(error):
+        return "server"
+    if isinstance(error, LLMConnectionError) and not error.timed_out:
+        return "connection"
+    return None

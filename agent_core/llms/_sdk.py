@@ -25,7 +25,14 @@ from typing import Any, Generic, TypeVar
 
 from agent_core.llms._retry import RetryPolicy, with_retries
 from agent_core.llms._wire import EventStream, StreamedReply, relay_stream
-from agent_core.llms.base import ChatMessage, ChatResponse, ChatStreamEvent, ToolSpec, Usage
+from agent_core.llms.base import (
+    ChatMessage,
+    ChatResponse,
+    ChatStreamEvent,
+    ToolChoice,
+    ToolSpec,
+    Usage,
+)
 from agent_core.llms.pricing import PriceTable
 
 __all__ = ["SDKChatModel"]
@@ -93,9 +100,16 @@ class SDKChatModel(ABC, Generic[ClientT, CompletionT, EventT]):
 
     @abstractmethod
     def _request(
-        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] | None,
+        tool_choice: ToolChoice | None = None,
     ) -> dict[str, Any]:
-        """The arguments one call sends, streamed or not."""
+        """The arguments one call sends, streamed or not.
+
+        With tools and no `tool_choice`, "auto" is sent: some compatible servers (llama.cpp's)
+        ignore the tools without one, and it is the providers' own default.
+        """
 
     @abstractmethod
     async def _create(self, client: ClientT, request: dict[str, Any]) -> CompletionT:
@@ -131,10 +145,14 @@ class SDKChatModel(ABC, Generic[ClientT, CompletionT, EventT]):
     # ------------------------------------------------------------------ the calls
 
     async def chat(
-        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: ToolChoice | None = None,
     ) -> ChatResponse:
         """Send `messages` (and the tools the model may call); return the model's reply."""
-        request = self._request(messages, tools)
+        request = self._request(messages, tools, tool_choice)
         client = self.client
 
         async def create() -> CompletionT:
@@ -145,14 +163,18 @@ class SDKChatModel(ABC, Generic[ClientT, CompletionT, EventT]):
         return self._response_of(completion, messages)
 
     async def stream_chat(
-        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: ToolChoice | None = None,
     ) -> AsyncIterator[ChatStreamEvent]:
         """Yield the reply's text deltas; the last event carries the whole `ChatResponse`.
 
         Only opening the stream is retried: once text has been shown, repeating the call
         would show a different reply.
         """
-        request = self._request(messages, tools)
+        request = self._request(messages, tools, tool_choice)
         client = self.client
 
         async def open_stream() -> EventStream[EventT]:
@@ -167,6 +189,7 @@ class SDKChatModel(ABC, Generic[ClientT, CompletionT, EventT]):
             errors=lambda: self._map_errors(client),
             usage_of=lambda message: self._stream_usage(reply, messages, message),
             default_model=self.model,
+            where=f"the server at {self.base_url}",
         )
         async with aclosing(events):  # Closing us closes the SDK stream at once.
             async for event in events:

@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
 
-from agent_core.errors import Remedy
+from agent_core.errors import LLMConnectionError, Remedy
 from agent_core.llms._retry import RetryPolicy, with_retries
 from agent_core.llms.base import (
     RAW_TOOL_ARGUMENTS,
@@ -40,7 +40,10 @@ EventT = TypeVar("EventT")
 EventT_co = TypeVar("EventT_co", covariant=True)
 EventT_contra = TypeVar("EventT_contra", contravariant=True)
 
-_MAX_DETAIL_CHARS = 300
+_MAX_DETAIL_CHARS = 1200
+_DETAIL_HEAD_CHARS = 300
+"""A longer detail keeps its start and its end: a server's own error text often ends with what
+went wrong (an exception's class and message after a preamble)."""
 
 
 def retry_after(status: int, headers: Mapping[str, str]) -> float | None:
@@ -89,9 +92,24 @@ def redact(text: str, secret: str | None) -> str:
 
 
 def shorten(text: str) -> str:
-    """`text` on one line, cut to a length that reads well inside an error message."""
+    """`text` on one line; past a length that reads well in a message, its start and its end."""
     text = " ".join(text.split())
-    return text if len(text) <= _MAX_DETAIL_CHARS else text[:_MAX_DETAIL_CHARS] + "..."
+    if len(text) <= _MAX_DETAIL_CHARS:
+        return text
+    tail = _MAX_DETAIL_CHARS - _DETAIL_HEAD_CHARS
+    return f"{text[:_DETAIL_HEAD_CHARS]} [...] {text[-tail:]}"
+
+
+def _broken_stream(where: str, cause: str) -> LLMConnectionError:
+    return LLMConnectionError(
+        f"{where} opened a reply stream and closed it before sending anything"
+        + (f" ({cause})" if cause else ""),
+        hint="the server probably failed while starting to generate: read its log, then run "
+        "the step again; if it fails the same way, try a smaller request or another model",
+        remedy="retry",
+        code="model_stream_broken",
+        params={"server": where},
+    )
 
 
 def parse_tool_arguments(text: str) -> dict[str, Any]:
@@ -150,6 +168,7 @@ async def relay_stream(
     errors: Callable[[], AbstractContextManager[None]],
     usage_of: Callable[[ChatMessage], Usage],
     default_model: str,
+    where: str = "the model's server",
 ) -> AsyncGenerator[ChatStreamEvent, None]:
     """Yield a stream's text deltas, then one event with the whole `ChatResponse`.
 
@@ -163,16 +182,29 @@ async def relay_stream(
         errors: The adapter's context manager mapping SDK exceptions to `LLMError`.
         usage_of: The usage of the finished reply message.
         default_model: The model name to report when the stream named none.
+        where: The server, as error messages name it.
+
+    Raises:
+        LLMConnectionError: `model_stream_broken`: the stream opened, then ended or failed
+            before its first event. That is no reply (not an empty one): the step fails.
     """
     stream = await with_retries(open_stream, policy)
+    received = False
     try:
         with errors():
             async for event in stream:
+                received = True
                 delta = reply.add(event)
                 if delta:
                     yield ChatStreamEvent(delta=delta)
+    except LLMConnectionError as error:
+        if received:
+            raise
+        raise _broken_stream(where, error.message) from None
     finally:
         await stream.close()  # Also when the consumer stops early: frees the connection.
+    if not received:
+        raise _broken_stream(where, "")
     message = ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls())
     response = ChatResponse(
         message=message, usage=usage_of(message), model=reply.model or default_model

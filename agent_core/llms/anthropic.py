@@ -55,8 +55,10 @@ from agent_core.llms.base import (
     ChatMessage,
     ChatResponse,
     ToolCall,
+    ToolChoice,
     ToolSpec,
     Usage,
+    resolve_tool_choice,
 )
 from agent_core.llms.content import ImagePart, TextPart
 from agent_core.llms.pricing import PriceTable
@@ -138,7 +140,10 @@ class AnthropicLLM(SDKChatModel[anthropic.AsyncAnthropic, Message, RawMessageStr
         )
 
     def _request(
-        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] | None,
+        tool_choice: ToolChoice | None = None,
     ) -> dict[str, Any]:
         system, wire_messages = _wire_messages(messages)
         return {
@@ -147,6 +152,7 @@ class AnthropicLLM(SDKChatModel[anthropic.AsyncAnthropic, Message, RawMessageStr
             "messages": wire_messages,
             "system": system or anthropic.omit,
             "tools": [_wire_tool(t) for t in tools or ()] or anthropic.omit,
+            "tool_choice": _wire_tool_choice(tool_choice) if tools else anthropic.omit,
             "extra_body": self._extra_body(),
         }
 
@@ -263,6 +269,14 @@ def _wire_turn(role: str, blocks: list[dict[str, Any]]) -> MessageParam:
         content = sorted(blocks, key=lambda block: block["type"] != "tool_result")
     # Plain JSON in the wire shape; the SDK's TypedDicts add nothing the tests do not check.
     return cast(MessageParam, {"role": role, "content": content})
+
+
+def _wire_tool_choice(choice: ToolChoice | None) -> Any:
+    """Anthropic's form of `choice`; `{"type": "auto"}` when none was made (its default)."""
+    mode, name = resolve_tool_choice(choice or "auto")
+    if name is not None:
+        return {"type": "tool", "name": name}
+    return {"type": {"required": "any"}.get(mode, mode)}
 
 
 def _wire_tool(spec: ToolSpec) -> ToolParam:
@@ -392,6 +406,7 @@ def _status_error(err: anthropic.APIStatusError, *, model: str, secret: str | No
         status=status,
         retry_after=wait,
         request_id=err.response.headers.get("request-id"),
+        params={"server": "Anthropic", "detail": detail},
     )
 
 
@@ -422,10 +437,15 @@ def _status_message(status: int, *, detail: str, model: str) -> str:
         )
     if status in (400, 413):
         return _invalid_request_message(status, detail=detail, model=model)
+    if status == 503:
+        return (
+            f"Anthropic is unavailable (503: {detail}); this is usually temporary, run the step "
+            "again in a moment"
+        )
     if status >= 500:
         return (
-            f"Anthropic had a server error ({status}: {detail}); this is usually temporary, "
-            "run the step again in a moment"
+            f"Anthropic had a server error ({status}: {detail}); run the step again once: a "
+            "server error that repeats means Anthropic cannot handle this request"
         )
     return f"Anthropic refused the request ({status}: {detail}); fix it and run the step again"
 

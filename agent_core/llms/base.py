@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent_core._nesting import MAX_NESTING, too_deep
+from agent_core.errors import UserError
 from agent_core.llms.content import ContentPart, ImagePart, with_parts_text
 
 __all__ = [
@@ -23,8 +24,10 @@ __all__ = [
     "MessageRole",
     "Role",
     "ToolCall",
+    "ToolChoice",
     "ToolSpec",
     "Usage",
+    "resolve_tool_choice",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -152,6 +155,39 @@ class ToolSpec(BaseModel):
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
 
 
+ToolChoice = str | dict[str, Any]
+"""Whether and which tool the model must call, as LlamaIndex and OpenAI spell it: "auto",
+"none", "required", a tool's name, or `{"type": "function", "function": {"name": ...}}`."""
+
+
+def resolve_tool_choice(choice: ToolChoice) -> tuple[str, str | None]:
+    """`choice` as (mode, tool name): ("auto" | "none" | "required", None) or ("tool", name).
+
+    Anthropic's own forms (`{"type": "any"}`, `{"type": "tool", "name": ...}`) are read too.
+
+    Raises:
+        UserError: `choice` is none of the forms above.
+    """
+    if isinstance(choice, str):
+        if choice in ("auto", "none", "required"):
+            return choice, None
+        if choice == "any":
+            return "required", None
+        return "tool", choice
+    kind = choice.get("type")
+    function = choice.get("function")
+    if isinstance(function, dict) and isinstance(function.get("name"), str):
+        return "tool", function["name"]
+    if kind == "tool" and isinstance(choice.get("name"), str):
+        return "tool", choice["name"]
+    if isinstance(kind, str) and kind in ("auto", "none", "required", "any"):
+        return resolve_tool_choice(kind)
+    raise UserError(
+        f'tool_choice {choice!r} is not understood: use "auto", "none", "required", a '
+        'tool\'s name, or {"type": "function", "function": {"name": "..."}}'
+    )
+
+
 class ChatStreamEvent(BaseModel):
     """One item of a streamed reply: a text delta, and on the last item the whole response."""
 
@@ -168,7 +204,12 @@ class LLM(Protocol):
     async def chat(
         self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
     ) -> ChatResponse:
-        """Return the model's reply to `messages`, possibly with tool calls."""
+        """Return the model's reply to `messages`, possibly with tool calls.
+
+        Adapters over a provider also take `tool_choice: ToolChoice | None` (whether and which
+        tool to call; "auto" when tools are offered and None is given). Steps pass it only to
+        models whose `chat` names it, so a model of one's own need not.
+        """
         ...
 
     def stream_chat(

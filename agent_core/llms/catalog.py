@@ -25,6 +25,7 @@ __all__ = [
     "PROVIDERS",
     "Provider",
     "ProviderName",
+    "busy_after_timeout",
     "infer_model",
     "provider",
     "provider_of",
@@ -137,6 +138,16 @@ def reply_cap_field(provider_name: str, base_url: str | None) -> str:
     if provider_name == "openai" and (not base_url or _OPENAI_API_HOST in base_url):
         return "max_completion_tokens"
     return "max_tokens"
+
+
+def busy_after_timeout(provider_name: str, base_url: str | None) -> bool:
+    """Whether a server may still be generating a reply whose call timed out.
+
+    True for OpenAI-compatible servers other than OpenAI's: a local server (llama.cpp's) keeps
+    generating an abandoned reply in its one slot, so a retry would queue behind it and time
+    out too. Such timeouts are not retried, and say so; the hosted APIs' are.
+    """
+    return provider_name == "openai" and bool(base_url) and _OPENAI_API_HOST not in str(base_url)
 
 
 PROVIDERS: Mapping[str, Provider] = MappingProxyType(

@@ -36,7 +36,7 @@ from agent_core.errors import (
     LLMTimeoutError,
     MissingKeyError,
 )
-from agent_core.llms._retry import RetryPolicy
+from agent_core.llms._retry import OVERLOADED_STATUSES, RetryPolicy
 from agent_core.llms._sdk import SDKChatModel
 from agent_core.llms._wire import (
     parse_tool_arguments,
@@ -50,11 +50,14 @@ from agent_core.llms.base import (
     ChatMessage,
     ChatResponse,
     ToolCall,
+    ToolChoice,
     ToolSpec,
     Usage,
+    resolve_tool_choice,
 )
 from agent_core.llms.catalog import (
     OPENAI_COMPATIBLE_PRESETS,  # its old home: still importable
+    busy_after_timeout,
     reply_cap_field,
 )
 from agent_core.llms.content import ImagePart
@@ -133,12 +136,16 @@ class OpenAILLM(SDKChatModel[openai.AsyncOpenAI, ChatCompletion, ChatCompletionC
         )
 
     def _request(
-        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] | None,
+        tool_choice: ToolChoice | None = None,
     ) -> dict[str, Any]:
         return {
             "model": self.model,
             "messages": [_wire_message(m) for m in messages],
             "tools": [_wire_tool(t) for t in tools or ()] or openai.omit,
+            "tool_choice": _wire_tool_choice(tool_choice) if tools else openai.omit,
             "temperature": _or_omit(self.temperature),
             self.max_tokens_field: _or_omit(self.max_tokens),
         }
@@ -199,6 +206,7 @@ class OpenAILLM(SDKChatModel[openai.AsyncOpenAI, ChatCompletion, ChatCompletionC
             usage = Usage(
                 prompt_tokens=estimate_tokens("".join(_text_of(m) for m in messages)),
                 completion_tokens=estimate_tokens(_text_of(reply)),
+                estimated=True,
             )
         return self.prices.with_cost(self.model, usage)
 
@@ -290,8 +298,17 @@ def _wire_assistant(message: ChatMessage) -> ChatCompletionMessageParam:
         }
         for call in message.tool_calls
     ]
-    # The API itself answers tool calls with content null; send the same shape back.
-    return {"role": "assistant", "content": message.content or None, "tool_calls": calls}
+    # "" rather than null: OpenAI takes both, but some compatible servers (llama.cpp's) fail
+    # to template a null content and answer 500.
+    return {"role": "assistant", "content": message.content, "tool_calls": calls}
+
+
+def _wire_tool_choice(choice: ToolChoice | None) -> Any:
+    """OpenAI's form of `choice`; "auto" when none was made (the API's own default)."""
+    mode, name = resolve_tool_choice(choice or "auto")
+    if name is None:
+        return mode
+    return {"type": "function", "function": {"name": name}}
 
 
 def _wire_tool(spec: ToolSpec) -> ChatCompletionFunctionToolParam:
@@ -397,11 +414,7 @@ def _map_api_errors(
     except openai.APIStatusError as err:
         raise _status_error(err, model=model, base_url=base_url, secret=secret) from None
     except openai.APITimeoutError:
-        waited = f" within {timeout:g}s" if timeout is not None else " in time"
-        raise LLMTimeoutError(
-            f"{_label(base_url)} did not answer{waited} (model {model!r})",
-            hint="retry the step, or use a larger timeout for slow models",
-        ) from None
+        raise _timeout_error(model=model, base_url=base_url, timeout=timeout) from None
     except openai.APIConnectionError as err:
         cause = redact(str(err.__cause__ or err), secret)
         raise LLMConnectionError(
@@ -415,6 +428,25 @@ def _map_api_errors(
             hint="retry the step, or check the server's logs",
             remedy="retry",
         ) from None
+
+
+def _timeout_error(*, model: str, base_url: str, timeout: float | None) -> LLMTimeoutError:
+    waited = f" within {timeout:g}s" if timeout is not None else " in time"
+    message = f"{_label(base_url)} did not answer{waited} (model {model!r})"
+    if not busy_after_timeout("openai", base_url):
+        return LLMTimeoutError(
+            message, hint="retry the step, or use a larger timeout for slow models"
+        )
+    return LLMTimeoutError(
+        f"{message}; it may still be busy generating that reply, so a retry now would wait "
+        "behind it",
+        hint="wait until the server is idle before running the step again; cap replies with "
+        "max_tokens (a small model may write until its context is full), or use a larger "
+        "timeout",
+        code="model_busy",
+        retryable=False,
+        params={"timeout_s": timeout},
+    )
 
 
 def _status_error(
@@ -438,6 +470,8 @@ def _status_error(
         retry_after=wait,
         retryable=False if out_of_quota else None,
         request_id=err.response.headers.get("x-request-id"),
+        # The server's own words, whole, for a face to show and for a repeated 5xx's message.
+        params={"server": _label(base_url), "detail": detail},
     )
 
 
@@ -467,10 +501,15 @@ def _status_message(status: int, *, code: str | None, detail: str, model: str, w
             f"context_length_exceeded): {detail}; run fewer steps in this task, or lower the "
             "memory token limit so less history is sent"
         )
+    if status in OVERLOADED_STATUSES:
+        return (
+            f"{where} is overloaded ({status}): {detail}; this is usually temporary, run the "
+            "step again in a moment"
+        )
     if status >= 500:
         return (
-            f"{where} had a server error ({status}): {detail}; this is usually temporary, "
-            "run the step again in a moment"
+            f"{where} had a server error ({status}): {detail}; run the step again once: a "
+            "server error that repeats means the server cannot handle this request"
         )
     return (
         f"{where} refused the request ({status}): {detail}; fix the request and run the step again"

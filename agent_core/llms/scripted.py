@@ -10,7 +10,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 
 from agent_core._tokens import CHARS_PER_TOKEN, estimate_tokens
 from agent_core.errors import LLMError
-from agent_core.llms.base import ChatMessage, ChatResponse, ChatStreamEvent, ToolSpec, Usage
+from agent_core.llms.base import (
+    ChatMessage,
+    ChatResponse,
+    ChatStreamEvent,
+    ToolChoice,
+    ToolSpec,
+    Usage,
+)
 
 __all__ = ["FunctionLLM", "HumanLLM", "ScriptedLLM"]
 
@@ -69,23 +76,34 @@ class _NoNetworkLLM:
     def __init__(self, model: str) -> None:
         self.model = model
         self.requests: list[list[ChatMessage]] = []
+        self.tool_choices: list[ToolChoice | None] = []
+        """The `tool_choice` of each call, in order (a test reads what a step asked for)."""
 
     async def _reply(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ChatResponse:
         raise NotImplementedError
 
     async def chat(
-        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: ToolChoice | None = None,
     ) -> ChatResponse:
-        """Return the next reply and remember the messages it was asked with."""
+        """Return the next reply and remember the messages (and tool choice) it was asked with."""
         request = list(messages)
         self.requests.append(request)
+        self.tool_choices.append(tool_choice)
         return await self._reply(request, list(tools or ()))
 
     async def stream_chat(
-        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: ToolChoice | None = None,
     ) -> AsyncIterator[ChatStreamEvent]:
         """Stream the next reply word by word; the last event holds the whole response."""
-        response = await self.chat(messages, tools=tools)
+        response = await self.chat(messages, tools=tools, tool_choice=tool_choice)
         async for event in _stream_words(response):
             yield event
 

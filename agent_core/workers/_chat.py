@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
+from typing import Any
 
 from agent_core.effects import current_step
 from agent_core.errors import LLMError
 from agent_core.events import EventSink, TokenDeltaEvent
-from agent_core.llms.base import LLM, ChatMessage, ChatResponse, ToolSpec
+from agent_core.llms.base import LLM, ChatMessage, ChatResponse, ToolChoice, ToolSpec
 from agent_core.telemetry.hooks import traced_chat
 from agent_core.types import TaskStep
 
@@ -22,18 +24,24 @@ async def step_chat(
     emit: EventSink | None,
     *,
     tools: Sequence[ToolSpec] | None = None,
+    tool_choice: ToolChoice | None = None,
 ) -> ChatResponse:
     """The model's reply, streamed to `emit` as token deltas when there is one.
 
     The messages are recorded on the running step, which keeps them as `messages_sent`.
+    `tool_choice` goes to models whose `chat` takes it (the adapters, the scripted models);
+    a model of one's own written before it existed is called as before.
     """
     context = current_step()
     if context is not None:
         context.messages_sent = list(messages)
+    options: dict[str, Any] = {"tools": tools}
+    if tool_choice is not None and _takes_tool_choice(llm):
+        options["tool_choice"] = tool_choice
     if emit is None:
-        return await llm.chat(messages, tools=tools)
+        return await llm.chat(messages, **options)
     response = None
-    async for event in llm.stream_chat(messages, tools=tools):
+    async for event in llm.stream_chat(messages, **options):
         if event.delta:
             emit(TokenDeltaEvent(step_id=step.step_id, delta=event.delta))
         if event.response is not None:
@@ -41,3 +49,11 @@ async def step_chat(
     if response is None:
         raise LLMError(f"the stream from {llm.model} ended without a complete reply")
     return response
+
+
+def _takes_tool_choice(llm: LLM) -> bool:
+    try:
+        parameters = inspect.signature(llm.chat).parameters.values()
+    except (TypeError, ValueError):  # A callable without a signature: do not guess.
+        return False
+    return any(p.name == "tool_choice" or p.kind is p.VAR_KEYWORD for p in parameters)

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from agent_core.errors import StepError, UserError
 from agent_core.events import EventSink
-from agent_core.llms.base import LLM, ChatMessage, ChatResponse, ToolSpec
+from agent_core.llms.base import LLM, ChatMessage, ChatResponse, ToolChoice, ToolSpec
 from agent_core.tools.base import BaseTool
 from agent_core.types import StepKind, Task, TaskStep, TaskStepOutput
 from agent_core.workers._chat import step_chat
@@ -124,6 +124,7 @@ class ToolCallingWorker(BaseAgentWorker):
         emit: EventSink | None,
         *,
         tools: Sequence[ToolSpec] | None = None,
+        tool_choice: ToolChoice | None = None,
     ) -> ChatResponse:
         """The model's reply, streamed as token deltas when there is an `emit` to stream to."""
-        return await step_chat(self.llm, messages, step, emit, tools=tools)
+        return await step_chat(self.llm, messages, step, emit, tools=tools, tool_choice=tool_choice)

@@ -22,7 +22,7 @@ from agent_core._tokens import estimate_tokens
 from agent_core.events import EventSink
 from agent_core.llms.base import LLM, ChatMessage, ToolCall, ToolSpec
 from agent_core.tools.base import BaseTool
-from agent_core.types import StepKind, Task, TaskStep, TaskStepOutput, ToolOutput
+from agent_core.types import StepKind, StepNote, Task, TaskStep, TaskStepOutput, ToolOutput
 from agent_core.workers._tool_steps import (
     ToolStepCall,
     call_step,
@@ -37,11 +37,15 @@ from agent_core.workers._tool_worker import DEFAULT_MAX_ITERATIONS, ToolCallingW
 
 __all__ = [
     "MAX_CALLS_PER_REPLY",
+    "NO_TOOL_CALL",
     "FunctionCallingAgentWorker",
     "build_missing_tool_message",
     "build_missing_tool_output",
     "get_function_by_name",
 ]
+
+NO_TOOL_CALL = "no_tool_call"
+"""The `StepNote` code of a first step answered in prose although tools were offered."""
 
 MAX_CALLS_PER_REPLY = 32
 """Tool calls of one reply that become steps; the model is told the rest did not run."""
@@ -134,12 +138,19 @@ class FunctionCallingAgentWorker(ToolCallingWorker):
         self, step: TaskStep, task: Task, emit: EventSink | None, kwargs: dict[str, Any]
     ) -> TaskStepOutput:
         self._start_reasoning(step, task)
-        response = await self._chat(self.preview_messages(task), step, emit, tools=self._specs)
+        choice = kwargs.get("tool_choice")
+        response = await self._chat(
+            self.preview_messages(task), step, emit, tools=self._specs, tool_choice=choice
+        )
         task.memory.put(response.message)
         calls = response.tool_calls
         if not calls:
             return TaskStepOutput(
-                output=response.text, task_step=step, is_last=True, usage=response.usage
+                output=response.text,
+                task_step=step,
+                is_last=True,
+                usage=response.usage,
+                notes=self._prose_notes(task, choice),
             )
         calls, extra = calls[: self._calls_per_reply], calls[self._calls_per_reply :]
         for call in extra:  # Providers want every call answered: say why these did not run.
@@ -175,6 +186,24 @@ class FunctionCallingAgentWorker(ToolCallingWorker):
             thought=response.text or None,
             usage=response.usage,
         )
+
+    def _prose_notes(self, task: Task, choice: Any) -> list[StepNote]:
+        """A note when the model, offered tools on the task's first step, answered in prose.
+
+        A server that ignores tools (llama.cpp's without `tool_choice`) or a model that cannot
+        call them otherwise looks like an agent that answered by itself.
+        """
+        first = int(task.extra_state.get("iterations", 0)) == 1
+        if not (first and self._specs) or choice == "none":
+            return []
+        return [
+            StepNote(
+                code=NO_TOOL_CALL,
+                message="the model did not call a tool: it was offered "
+                f"{', '.join(s.name for s in self._specs)} and answered in prose; check that "
+                "the model and server support tool calls, or undo and ask again",
+            )
+        ]
 
     async def _run_tool_step(
         self, step: TaskStep, task: Task, emit: EventSink | None

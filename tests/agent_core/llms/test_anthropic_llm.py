@@ -117,6 +117,7 @@ async def test_plain_answer_sends_system_messages_tools_and_limits() -> None:
             "max_tokens": 1024,
             "system": "You are terse.\n\nAnswer in English.",
             "messages": [{"role": "user", "content": "What is the capital of France?"}],
+            "tool_choice": {"type": "auto"},
             "tools": [
                 {
                     "name": "multiply",

@@ -11,11 +11,17 @@ from typing import Any
 
 import pytest
 
-from agent_core.llms.base import ChatMessage, ChatResponse, ToolSpec
+from agent_core.errors import LLMError, StepError
+from agent_core.llms._retry import RetryPolicy
+from agent_core.llms.base import ChatMessage, ChatResponse, ToolCall, ToolSpec
 from agent_core.llms.catalog import infer_model, reply_cap_field
 from agent_core.llms.openai import OpenAILLM
+from agent_core.runtime.runner import AgentRunner
 from agent_core.spec import AgentSpec
-from tests.llm_servers import OpenAIServer
+from agent_core.tools.arithmetic import arithmetic_tools
+from agent_core.types import StepKind, TaskStepOutput
+from agent_core.workers.function_calling import NO_TOOL_CALL, FunctionCallingAgentWorker
+from tests.llm_servers import LLAMA_CPP_QUIRKS, OpenAIServer, Reply
 
 QUESTION = [ChatMessage(role="user", content="What is 1 + 2?")]
 ADD = ToolSpec(name="add", description="Add two integers.")
@@ -74,3 +80,199 @@ def test_openai_api_gets_max_completion_tokens_and_anthropic_keeps_its_default()
     default = infer_model("anthropic", api_key="sk-ant-test", max_tokens=None)
     assert capped._request(QUESTION, None)["max_tokens"] == 9  # type: ignore[attr-defined]
     assert default._request(QUESTION, None)["max_tokens"] == 4096  # type: ignore[attr-defined]
+
+
+# --- a function-calling task end to end ------------------------------------------------------
+
+
+def _runner(server: OpenAIServer, **kwargs: Any) -> AgentRunner:
+    worker = FunctionCallingAgentWorker(arithmetic_tools(), _llm(server, max_retries=1))
+    return AgentRunner(worker, conversation_id=None, **kwargs)
+
+
+def _run_task(runner: AgentRunner, *, stream: bool) -> list[TaskStepOutput]:
+    """Run a task's steps one by one (streamed or not) until its last; return the outputs."""
+    task = runner.create_task("What is 1 + 2?")
+    outputs: list[TaskStepOutput] = []
+    for _ in range(6):
+        if stream:
+            list(runner.stream_step(task.task_id))
+            outputs.append(runner.get_completed_steps(task.task_id)[-1])
+        else:
+            outputs.append(runner.run_step(task.task_id))
+        if outputs[-1].is_last:
+            return outputs
+    raise AssertionError(f"the task did not end: {[o.output for o in outputs]}")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run_step", "stream_step"])
+def test_function_calling_task_runs_to_its_answer_through_a_llama_cpp_like_server(
+    stream: bool,
+) -> None:
+    with OpenAIServer(quirks=LLAMA_CPP_QUIRKS) as server:
+        outputs = _run_task(_runner(server), stream=stream)
+    assert outputs[-1].output == "The answer is 3."
+    assert [o.task_step.kind for o in outputs] == [StepKind.LLM, StepKind.TOOL, StepKind.LLM]
+    bodies = [r.json for r in server.model_requests]
+    assert [b.get("tool_choice") for b in bodies] == ["auto", "auto"]
+    assistant = bodies[1]["messages"][1]
+    assert assistant["role"] == "assistant" and assistant["content"] == ""
+    assert not outputs[-1].notes
+    # The quirks were in play: tool_choice was checked on both calls, and a stream had no usage.
+    assert server.quirk_hits["tools_need_tool_choice"] == 0
+    assert server.quirk_hits["no_stream_usage"] == (2 if stream else 0)
+    if stream:
+        assert all(o.usage.estimated for o in outputs if o.task_step.kind is StepKind.LLM)
+
+
+def test_tool_choice_chosen_on_the_runner_or_the_step_reaches_the_server() -> None:
+    with OpenAIServer() as server:
+        runner = _runner(server, default_tool_choice="add")
+        task = runner.create_task("What is 1 + 2?")
+        runner.run_step(task.task_id)
+        runner.run_step(task.task_id)
+        runner.run_step(task.task_id, tool_choice="none")
+    choices = [r.json.get("tool_choice") for r in server.model_requests]
+    assert choices == [{"type": "function", "function": {"name": "add"}}, "none"]
+
+
+def test_a_first_step_answered_in_prose_says_the_model_did_not_call_a_tool() -> None:
+    with OpenAIServer() as server:
+        server.script(policy=lambda body: "2 + 3 = 5")  # A model that cannot call tools.
+        runner = _runner(server)
+        task = runner.create_task("What is 2 + 3?")
+        first = runner.run_step(task.task_id)
+    assert first.is_last and first.output == "2 + 3 = 5"
+    assert [note.code for note in first.notes] == [NO_TOOL_CALL]
+    assert "did not call a tool" in first.notes[0].message
+
+
+def test_tools_were_ignored_before_tool_choice_was_sent() -> None:
+    """The quirk a llama.cpp-like server plays, seen where it bit: the step says so."""
+    with OpenAIServer(quirks={"tools_need_tool_choice"}) as server:
+        runner = _runner(server)
+        task = runner.create_task("What is 1 + 2?")
+        # Without tool_choice on the wire the server would answer in prose; with it, a call.
+        first = runner.run_step(task.task_id)
+    assert first.task_step.kind is StepKind.LLM and not first.is_last
+    assert server.model_requests[0].json["tool_choice"] == "auto"
+    assert not first.notes
+
+
+# --- 2. content null, the server's own error text, a 500 that repeats ------------------------
+
+TOOL_ROUND = [
+    ChatMessage(role="user", content="What is 1 + 2?"),
+    ChatMessage(role="assistant", tool_calls=(ToolCall(id="call_1", name="add", args={"a": 1}),)),
+    ChatMessage(role="tool", tool_call_id="call_1", name="add", content="3"),
+]
+
+
+def test_the_assistant_message_after_a_tool_call_is_sent_with_empty_content() -> None:
+    with OpenAIServer(quirks={"null_content_500"}) as server:
+        reply = asyncio.run(_llm(server).chat(TOOL_ROUND, tools=[ADD]))
+    assert reply.text == "The answer is 3."
+    assert server.model_requests[0].json["messages"][1]["content"] == ""
+
+
+def test_a_500_that_repeats_is_retried_once_then_says_the_server_refused_the_request() -> None:
+    with OpenAIServer(quirks={"null_content_500"}) as server:
+        llm = _llm(server, max_retries=3, retry_policy=RetryPolicy(max_retries=3, base_delay=0))
+        # Send what an old client sent: content null after the call.
+        llm._request = _with_null_content(llm._request)  # type: ignore[method-assign]
+        with pytest.raises(LLMError) as caught:
+            asyncio.run(llm.chat(TOOL_ROUND, tools=[ADD]))
+    assert server.quirk_hits["null_content_500"] == 2  # tried, retried once, no more
+    error = caught.value
+    assert error.code == "model_request_refused" and error.status == 500
+    assert "refused this request" in error.message
+    assert "can only concatenate str" in str(error)  # the server's own text, not cut
+    assert "temporary" not in str(error)
+    assert error.params["detail"].endswith("to str")
+
+
+def _with_null_content(request: Any) -> Any:
+    def patched(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        built = request(*args, **kwargs)
+        built["messages"] = [
+            {**m, "content": None} if m["role"] == "assistant" else m for m in built["messages"]
+        ]
+        return built
+
+    return patched
+
+
+def test_overload_is_still_retried_as_the_policy_allows() -> None:
+    busy = Reply(status=503, error="busy")
+    with OpenAIServer([busy, busy, busy, "fine"]) as server:
+        llm = _llm(server, retry_policy=RetryPolicy(max_retries=3, base_delay=0))
+        assert asyncio.run(llm.chat(QUESTION)).text == "fine"
+    assert len(server.model_requests) == 4
+
+
+# --- 3. a stream that opens then fails; a dead pooled connection -----------------------------
+
+
+def test_a_stream_that_opens_then_drops_with_nothing_sent_fails_the_call() -> None:
+    with OpenAIServer(quirks={"broken_stream"}) as server:
+        with pytest.raises(LLMError) as caught:
+            asyncio.run(_streamed(_llm(server, max_retries=3), QUESTION))
+    assert server.quirk_hits["broken_stream"] == 1
+    assert caught.value.code == "model_stream_broken"
+    assert "before sending anything" in caught.value.message
+
+
+def test_a_broken_stream_fails_its_step_instead_of_ending_the_task() -> None:
+    with OpenAIServer(quirks={"broken_stream"}) as server:
+        runner = _runner(server)
+        task = runner.create_task("What is 1 + 2?")
+        with pytest.raises(StepError):
+            list(runner.stream_step(task.task_id))
+        assert server.quirk_hits["broken_stream"] == 1
+        assert not runner.get_completed_steps(task.task_id)
+        server.quirks.discard("broken_stream")
+        outputs = _run_task_from(runner, task.task_id)
+    assert outputs[-1].output == "The answer is 3."
+
+
+def _run_task_from(runner: AgentRunner, task_id: str) -> list[TaskStepOutput]:
+    outputs = []
+    for _ in range(6):
+        list(runner.stream_step(task_id))
+        outputs.append(runner.get_completed_steps(task_id)[-1])
+        if outputs[-1].is_last:
+            return outputs
+    raise AssertionError("the task did not end")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["chat", "stream_chat"])
+def test_a_dead_pooled_connection_is_retried_once_on_a_new_one(stream: bool) -> None:
+    with OpenAIServer(quirks={"stale_keepalive"}) as server:
+        llm = _llm(server, max_retries=1)
+
+        async def two_calls() -> list[str]:
+            replies = []
+            for _ in range(2):
+                call = _streamed(llm, QUESTION) if stream else llm.chat(QUESTION)
+                replies.append((await call).text)
+            return replies
+
+        assert asyncio.run(two_calls()) == ["Hello from the loopback model."] * 2
+    assert server.quirk_hits["stale_keepalive"] == 1
+    assert [r.dropped for r in server.model_requests] == [False, True, False]
+    assert server.connections_accepted == 2
+
+
+# --- 4. a timeout on a server that may still be generating -----------------------------------
+
+
+def test_a_timeout_on_a_local_server_says_it_may_be_busy_and_is_not_retried() -> None:
+    with OpenAIServer(quirks={"endless_reply"}) as server:
+        llm = _llm(server, max_retries=3, timeout=0.5)
+        with pytest.raises(LLMError) as caught:
+            asyncio.run(llm.chat(QUESTION))
+        assert server.wait_until(lambda: server.disconnects == 1)
+    assert server.quirk_hits["endless_reply"] == 1  # one call, not retried into the busy server
+    assert caught.value.code == "model_busy" and caught.value.timed_out
+    assert "may still be busy" in caught.value.message
+    assert "max_tokens" in caught.value.hint
