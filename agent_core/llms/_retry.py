@@ -71,9 +71,9 @@ def _refused(error: LLMError) -> LLMStatusError:
     return LLMStatusError(
         f"{where} refused this request: it failed twice with a server error "
         f"({error.status}): {detail}",
-        hint="the server fails this request every time, so running the step again will not "
-        "help: read the server's error above (and its log); try another model or server, or "
-        "undo the step and change what it sends",
+        hint="the server fails this request every time, so sending it again will not help: "
+        "read the server's error above (and its log); try another model or server, or change "
+        "the conversation (undo the step and steer it another way)",
         remedy="configure_model",
         code="model_request_refused",
         status=error.status,
