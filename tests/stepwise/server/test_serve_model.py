@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from tests.llm_servers import (
+    LLAMA_CPP_QUIRKS,
     OpenAIServer,
     Reply,
     default_policy,
@@ -136,3 +137,20 @@ def test_serve_on_the_demo_says_it_is_scripted(tmp_path):
     assert health["status"] == "ok"
     assert health["model"]["provider"] == "demo" and health["model"]["scripted"] is True
     assert "the scripted demo model" in stderr
+
+
+def test_a_function_calling_task_runs_to_its_answer_on_a_quirky_local_server(tmp_path):
+    """llama.cpp's quirks: tools ignored without tool_choice, 500 on null content, no usage."""
+    with OpenAIServer(policy=default_policy, quirks=LLAMA_CPP_QUIRKS) as model_server:
+        env = {"STEPWISE_MODEL": f"openai:{MODEL}", "OPENAI_BASE_URL": f"{model_server.url}/v1"}
+        with _serving(tmp_path, **env) as (url, _), httpx.Client(base_url=url) as client:
+            body = {"input": "Add 1 and 2", "additional_input": {"agent": "mine"}}
+            task = client.post("/ap/v1/agent/tasks", json=body).json()
+            last = _run_to_the_end(client, task["task_id"])
+    assert "The answer is 3" in last["output"]
+    requests = [r.json for r in model_server.model_requests]
+    # The quirks had something to bite on: tools were offered, a tool call was answered.
+    assert any(offered_tools(body) for body in requests)
+    assert any(last_tool_result(body) is not None for body in requests)
+    assert model_server.quirk_hits["tools_need_tool_choice"] == 0
+    assert model_server.quirk_hits["null_content_500"] == 0
