@@ -85,16 +85,21 @@ class GateMiddleware:
                 await _reply(send, 413, "body_too_large", self._too_large(None), _SHORTEN)
 
     def _authorized(self, scope: Scope) -> bool:
-        header = dict(scope.get("headers") or []).get(b"authorization", b"")
-        scheme, _, given = header.partition(b" ")
-        if scheme.lower() != b"bearer" or not given:
-            return False
         assert self._token is not None
-        return hmac.compare_digest(given.strip(), self._token)
+        header = dict(scope.get("headers") or []).get(b"authorization", b"")
+        return bearer_matches(header, self._token)
 
     def _too_large(self, size: int | None) -> str:
         what = f"{size:,} bytes" if size is not None else "over the limit"
         return f"the request body is {what}; this server reads at most {self._max:,} bytes"
+
+
+def bearer_matches(header: bytes, token: bytes) -> bool:
+    """Whether an `Authorization` header carries `token` as its bearer (constant time)."""
+    scheme, _, given = header.partition(b" ")
+    if scheme.lower() != b"bearer" or not given:
+        return False
+    return hmac.compare_digest(given.strip(), token)
 
 
 _NO_TOKEN = "this server requires a token: send the header `Authorization: Bearer <token>`"

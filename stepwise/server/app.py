@@ -6,11 +6,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Literal
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from pydantic import BaseModel, Field
 
 from stepwise.http.errors import install_error_handlers
-from stepwise.http.security import GateMiddleware
+from stepwise.http.security import GateMiddleware, bearer_matches
 from stepwise.server import agent_protocol, execute, extensions
 from stepwise.server.runtime import ServerRuntime, runtime_of
 from stepwise.server.settings import ServedProvider, ServerSettings
@@ -46,7 +46,8 @@ class Health(BaseModel):
     """The server is up, and which model it runs."""
 
     status: Literal["ok"] = "ok"
-    model: ServerModel
+    model: ServerModel | None = None
+    """The model tasks run on; shown to token holders only when the server has a token."""
 
 
 def create_app(settings: ServerSettings | None = None) -> FastAPI:
@@ -71,7 +72,12 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     install_error_handlers(app)
 
     @app.get("/health", tags=["server"], summary="Whether the server is up (no token needed)")
-    def health() -> Health:
+    def health(request: Request) -> Health:
+        # Open to load balancers, so a server with a token names its model (and the model
+        # server's address) only to callers who hold the token.
+        header = request.headers.get("authorization", "").encode()
+        if settings.token and not bearer_matches(header, settings.token.encode()):
+            return Health()
         return Health(model=ServerModel(**settings.default_model.describe()))
 
     app.include_router(execute.router)

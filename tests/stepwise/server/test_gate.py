@@ -16,6 +16,15 @@ def test_health_answers_without_a_token(serve):
     assert "s3cret-token" not in health.text
 
 
+def test_health_names_the_model_only_to_token_holders_when_there_is_a_token(serve):
+    url = serve(token="s3cret-token")
+    anyone = httpx.get(f"{url}/health").json()
+    wrong = httpx.get(f"{url}/health", headers={"Authorization": "Bearer nope"}).json()
+    holder = httpx.get(f"{url}/health", headers={"Authorization": "Bearer s3cret-token"}).json()
+    assert anyone == wrong == {"status": "ok", "model": None}
+    assert holder["model"]["scripted"] is True
+
+
 def test_a_token_is_required_when_set_and_never_echoed(serve):
     url = serve(token="s3cret-token")
     missing = httpx.get(f"{url}/openapi.json")
