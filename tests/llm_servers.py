@@ -34,6 +34,10 @@ counts how often each one fired, so a test can assert its fault was injected.
   client leaves, unless the request caps it with `max_tokens` / `max_completion_tokens`: then
   that many words (one token each) and finish_reason "length".
 - `"no_stream_usage"`: streams carry no usage chunk, even when `include_usage` asks for one.
+- `"streamed_tools_refused"`: a streamed request that offers tools gets the broken stream above
+  (llama-cpp-python 0.3.36 with `--chat_format chatml-function-calling` raises "Automatic
+  streaming tool choice is not supported" once the stream has opened: seen by hand with
+  SmolLM2); the same request unstreamed is answered.
 - `"stale_keepalive"`: the first request on a reused keep-alive connection is read and then the
   connection is closed with no response (a server that dropped the idle connection as the
   request arrived).
@@ -97,11 +101,14 @@ QUIRKS = frozenset(
         "broken_stream",
         "endless_reply",
         "no_stream_usage",
+        "streamed_tools_refused",
         "stale_keepalive",
     }
 )
 """Every quirk `OpenAIServer` can play (see the module docstring)."""
-LLAMA_CPP_QUIRKS = frozenset({"tools_need_tool_choice", "null_content_500", "no_stream_usage"})
+LLAMA_CPP_QUIRKS = frozenset(
+    {"tools_need_tool_choice", "null_content_500", "no_stream_usage", "streamed_tools_refused"}
+)
 """What every request meets on llama.cpp's server; the faults (broken streams, endless replies,
 dropped keep-alive connections) are switched on by the tests that inject them."""
 NULL_CONTENT_ERROR = (
@@ -718,7 +725,10 @@ class OpenAIServer(LoopbackModelServer):
             error = {"code": 500, "message": NULL_CONTENT_ERROR, "type": "server_error"}
             handler.send_json(500, {"error": error})
             return True
-        if body.get("stream") and self._hit("broken_stream"):
+        streamed_tools = bool(body.get("stream") and body.get("tools"))
+        if (streamed_tools and self._hit("streamed_tools_refused")) or (
+            body.get("stream") and self._hit("broken_stream")
+        ):
             handler.start_chunked({})
             handler.end_chunked()  # A well-formed, empty body: no error, and no reply.
             self._drop(handler)

@@ -109,4 +109,9 @@ def test_stale_keepalive_drops_the_reused_connections_first_request() -> None:
 def test_unknown_quirk_is_refused() -> None:
     with pytest.raises(ValueError, match="no quirk"):
         OpenAIServer(quirks={"nope"})
-    assert {"tools_need_tool_choice", "null_content_500", "no_stream_usage"} == LLAMA_CPP_QUIRKS
+    assert LLAMA_CPP_QUIRKS == {
+        "tools_need_tool_choice",
+        "null_content_500",
+        "no_stream_usage",
+        "streamed_tools_refused",
+    }

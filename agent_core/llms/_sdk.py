@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractContextManager, aclosing
 from typing import Any, Generic, TypeVar
 
+from agent_core.errors import LLMConnectionError
 from agent_core.llms._retry import RetryPolicy, with_retries
 from agent_core.llms._wire import EventStream, StreamedReply, relay_stream
 from agent_core.llms.base import (
@@ -172,8 +173,42 @@ class SDKChatModel(ABC, Generic[ClientT, CompletionT, EventT]):
         """Yield the reply's text deltas; the last event carries the whole `ChatResponse`.
 
         Only opening the stream is retried: once text has been shown, repeating the call
-        would show a different reply.
+        would show a different reply. A server that cannot stream a reply with tools offered
+        (llama.cpp's server refuses "automatic streaming tool choice" and drops the stream
+        before sending anything) is asked again without streaming, and from then on this model
+        asks it that way whenever tools are offered.
         """
+        if tools and not self._streams_tools:
+            yield await self._unstreamed(messages, tools, tool_choice)
+            return
+        try:
+            async with aclosing(self._relay(messages, tools, tool_choice)) as events:
+                async for event in events:
+                    yield event
+        except LLMConnectionError as error:
+            if not tools or error.code != "model_stream_broken":
+                raise
+            self._streams_tools = False
+            yield await self._unstreamed(messages, tools, tool_choice)
+
+    _streams_tools = True
+    """False once the server dropped a stream with tools offered: ask it without streaming."""
+
+    async def _unstreamed(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] | None,
+        tool_choice: ToolChoice | None,
+    ) -> ChatStreamEvent:
+        response = await self.chat(messages, tools=tools, tool_choice=tool_choice)
+        return ChatStreamEvent(delta=response.message.content, response=response)
+
+    def _relay(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] | None,
+        tool_choice: ToolChoice | None,
+    ) -> AsyncIterator[ChatStreamEvent]:
         request = self._request(messages, tools, tool_choice)
         client = self.client
 
@@ -182,7 +217,7 @@ class SDKChatModel(ABC, Generic[ClientT, CompletionT, EventT]):
                 return await self._open_stream(client, request)
 
         reply = self._streamed_reply()
-        events = relay_stream(
+        return relay_stream(
             open_stream,
             reply,
             policy=self.retry_policy,
@@ -191,6 +226,3 @@ class SDKChatModel(ABC, Generic[ClientT, CompletionT, EventT]):
             default_model=self.model,
             where=f"the server at {self.base_url}",
         )
-        async with aclosing(events):  # Closing us closes the SDK stream at once.
-            async for event in events:
-                yield event

@@ -109,7 +109,8 @@ def _run_task(runner: AgentRunner, *, stream: bool) -> list[TaskStepOutput]:
 def test_function_calling_task_runs_to_its_answer_through_a_llama_cpp_like_server(
     stream: bool,
 ) -> None:
-    with OpenAIServer(quirks=LLAMA_CPP_QUIRKS) as server:
+    # Streams that offer tools are refused there too: the test of that is below.
+    with OpenAIServer(quirks=LLAMA_CPP_QUIRKS - {"streamed_tools_refused"}) as server:
         outputs = _run_task(_runner(server), stream=stream)
     assert outputs[-1].output == "The answer is 3."
     assert [o.task_step.kind for o in outputs] == [StepKind.LLM, StepKind.TOOL, StepKind.LLM]
@@ -223,8 +224,10 @@ def test_a_stream_that_opens_then_drops_with_nothing_sent_fails_the_call() -> No
 
 
 def test_a_broken_stream_fails_its_step_instead_of_ending_the_task() -> None:
-    with OpenAIServer(quirks={"broken_stream"}) as server:
-        runner = _runner(server)
+    # No tools offered: nothing to fall back to (see the tests of streamed tools below).
+    with OpenAIServer(["The answer is 3."], quirks={"broken_stream"}) as server:
+        worker = FunctionCallingAgentWorker([], _llm(server, max_retries=1))
+        runner = AgentRunner(worker, conversation_id=None)
         task = runner.create_task("What is 1 + 2?")
         with pytest.raises(StepError):
             list(runner.stream_step(task.task_id))
@@ -233,6 +236,33 @@ def test_a_broken_stream_fails_its_step_instead_of_ending_the_task() -> None:
         server.quirks.discard("broken_stream")
         outputs = _run_task_from(runner, task.task_id)
     assert outputs[-1].output == "The answer is 3."
+
+
+def test_a_server_that_cannot_stream_tools_is_asked_without_streaming() -> None:
+    # llama.cpp's server drops a streamed request that offers tools: the call is asked again
+    # unstreamed, and the model asks it that way from then on.
+    with OpenAIServer(["one", "two", "three"], quirks={"streamed_tools_refused"}) as server:
+        llm = _llm(server, max_retries=1)  # The dropped stream's connection is dead: one retry.
+        tools = [tool.metadata.to_spec() for tool in arithmetic_tools()]
+
+        async def three_calls() -> list[str]:
+            return [
+                (await _streamed(llm, QUESTION, tools=tools)).text,
+                (await _streamed(llm, QUESTION, tools=tools)).text,
+                (await _streamed(llm, QUESTION)).text,  # No tools: streamed as ever.
+            ]
+
+        assert asyncio.run(three_calls()) == ["one", "two", "three"]
+    assert server.quirk_hits["streamed_tools_refused"] == 1
+    assert [bool(r.json.get("stream")) for r in server.model_requests] == [True, False, False, True]
+
+
+def test_a_function_calling_task_streams_to_its_answer_on_llama_cpps_quirks() -> None:
+    with OpenAIServer(quirks=LLAMA_CPP_QUIRKS) as server:
+        outputs = _run_task(_runner(server), stream=True)
+        assert server.quirk_hits["streamed_tools_refused"] == 1
+    assert outputs[-1].output == "The answer is 3."
+    assert [o.task_step.kind for o in outputs] == [StepKind.LLM, StepKind.TOOL, StepKind.LLM]
 
 
 def _run_task_from(runner: AgentRunner, task_id: str) -> list[TaskStepOutput]:
