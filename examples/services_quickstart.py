@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from agent_core import AgentRunner
 from agent_core.llms import LLM, ChatMessage, ChatResponse, FunctionLLM, ToolCall, ToolSpec
-from agent_core.spec import AgentSpec
+from agent_core.llms.catalog import infer_model
 from agent_core.tools import FunctionTool
 from agent_core.workers import FunctionCallingAgentWorker
 from stepwise.services import (
@@ -81,9 +81,7 @@ def scripted_llms() -> QuickstartLLMs:
 
 def real_llms(setting: str) -> QuickstartLLMs:
     """One real model for every part, from a setting such as `openai:gpt-4o-mini`."""
-    provider, _, model = setting.partition(":")
-    spec = AgentSpec(provider=provider, model=model)  # type: ignore[arg-type]
-    return QuickstartLLMs(spec.build_llm(), spec.build_llm(), spec.build_llm())
+    return QuickstartLLMs(infer_model(setting), infer_model(setting), infer_model(setting))
 
 
 def default_llms() -> QuickstartLLMs:
