@@ -327,9 +327,11 @@ class LLMError(AgentCoreError):
 class LLMTimeoutError(LLMError):
     """The model did not answer in time."""
 
-    def __init__(self, message: str = "", **kw: Unpack[ErrorFields]) -> None:
+    def __init__(
+        self, message: str = "", *, retryable: bool | None = None, **kw: Unpack[ErrorFields]
+    ) -> None:
         kw.setdefault("remedy", "retry")
-        super().__init__(message, timed_out=True, **kw)
+        super().__init__(message, timed_out=True, retryable=retryable, **kw)
 
 
 class LLMConnectionError(LLMError):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import AbstractContextManager, aclosing
 from typing import Any, Generic, TypeVar
 
@@ -208,7 +208,7 @@ class SDKChatModel(ABC, Generic[ClientT, CompletionT, EventT]):
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolSpec] | None,
         tool_choice: ToolChoice | None,
-    ) -> AsyncIterator[ChatStreamEvent]:
+    ) -> AsyncGenerator[ChatStreamEvent, None]:
         request = self._request(messages, tools, tool_choice)
         client = self.client
 
