@@ -47,6 +47,8 @@ class SDKChatModel(ABC, Generic[ClientT, CompletionT, EventT]):
     """Base of the adapters over an official SDK (`OpenAILLM`, `AnthropicLLM`)."""
 
     model: str
+    _streams_tools: bool = True
+    """False once the server dropped a stream with tools offered: ask it without streaming."""
 
     def __init__(
         self,
@@ -190,9 +192,6 @@ class SDKChatModel(ABC, Generic[ClientT, CompletionT, EventT]):
                 raise
             self._streams_tools = False
             yield await self._unstreamed(messages, tools, tool_choice)
-
-    _streams_tools = True
-    """False once the server dropped a stream with tools offered: ask it without streaming."""
 
     async def _unstreamed(
         self,

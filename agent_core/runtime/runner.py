@@ -4,8 +4,9 @@ The runner keeps the queue of upcoming steps, the status of every step, the snap
 make undo exact, and the store that makes all of it survive a restart. Each operation is a
 small state transition committed to the store in one transaction; the worker only computes.
 
-Every public method has an async twin; the sync ones run on a per-thread event loop and
-refuse to run inside a live loop (use the `a`-prefixed twin there).
+Every public method has an async twin. The work runs on the one runtime loop
+(`agent_core.runtime.loop`), whichever thread or loop calls; the sync twins hand it there and
+wait, and refuse to run inside a live loop (use the `a`-prefixed twin there).
 """
 
 from __future__ import annotations

@@ -13,10 +13,9 @@ import functools
 from importlib.metadata import Distribution, PackageNotFoundError, distribution
 from pathlib import Path, PurePosixPath
 
-__all__ = ["DISTRIBUTION", "is_own_module", "own_packages"]
+from agent_core.extras import DISTRIBUTION
 
-DISTRIBUTION = "stepwise"
-"""The distribution that installs `agent_core` and the faces."""
+__all__ = ["is_own_module", "own_packages"]
 
 _ANCHOR = "agent_core"
 """A package only our distribution installs: metadata without it belongs to another project."""
