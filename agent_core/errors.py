@@ -56,7 +56,9 @@ Remedy = Literal[
 ERROR_CODES: Mapping[str, str] = {
     # A class's own code (its `default_code`); the HTTP faces have answered with these since
     # before errors carried a code, so they never change.
-    "error": "something in the runtime failed (the base class)",
+    "error": "something in the runtime failed (the base class); as a step's cause, an exception "
+    "that is not the runtime's (`exception`: its type; `traceback`: where, when the user's code "
+    "or a framework raised it)",
     "bad_request": "the runtime was asked for something it cannot do as asked",
     "task_not_found": "no task with this id (`task_id`) exists",
     "step_not_found": "the task has no step with this id (`step_id`)",
@@ -95,6 +97,8 @@ ERROR_CODES: Mapping[str, str] = {
     "error (`status`; `server`, and its own text in `detail`): running it again will not help",
     "model_busy": "a model call on a local server timed out after `timeout_s` s; the server may "
     "still be generating that reply, so it was not retried",
+    "step_action_unsupported": "the agent's framework cannot `action` this step (an edit, a "
+    "skip, a rejection or feedback); `reason` says why",
     "model_stream_broken": "the model's server opened a reply stream and closed it before "
     "sending anything (`server`)",
 }

@@ -226,7 +226,9 @@ class AgentSpec(BaseModel):
         llm = self.build_llm(api_key=api_key, prices=prices)
         if self.agent is not None:
             user_code = self._needs(registry, what=f"agent {self.agent!r}")
-            return user_code.build_agent(self.agent, llm=llm, target=self.agent_target)
+            return user_code.build_agent(
+                self.agent, llm=llm, target=self.agent_target, tool_approval=self.tool_approval
+            )
         if self.worker == "planner":
             from agent_core.workers.planner import PlannerAgentWorker
             from agent_core.workers.subagents import sub_agents

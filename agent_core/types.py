@@ -23,6 +23,7 @@ __all__ = [
     "DONE_STATUSES",
     "AgentChatResponse",
     "AgentState",
+    "StepAction",
     "StepInput",
     "StepKind",
     "StepNote",
@@ -101,6 +102,21 @@ class StepKind(StrEnum):
     CUSTOM = "custom"
 
 
+class StepAction(StrEnum):
+    """What a person may do to an upcoming step.
+
+    A worker that cannot honour one says why in `TaskStep.cannot`, and the runner refuses it
+    (code `step_action_unsupported`).
+    """
+
+    EDIT = "edit"
+    """Change the step's input (`edit_step`, `run_step(input=...)`)."""
+    SKIP = "skip"
+    REJECT = "reject"
+    FEEDBACK = "feedback"
+    """Add a person's message before this step runs (`add_feedback`)."""
+
+
 class Task(BaseModel):
     """One request to an agent, run as a sequence (or DAG) of steps."""
 
@@ -131,6 +147,12 @@ class TaskStep(BaseModel):
     input: StepInput = None
     step_state: dict[str, Any] = Field(default_factory=dict)
     kind: StepKind = StepKind.LLM
+    name: str | None = None
+    """The agent's own name for the step (a LangGraph node, a pydantic-ai graph node, an
+    Agents SDK turn), shown beside its kind; None for the built-in workers."""
+    cannot: dict[StepAction, str] = Field(default_factory=dict)
+    """What a person may not do to this step, each with the reason (the framework behind the
+    worker cannot do it); faces grey the control out and show the reason."""
     status: StepStatus = StepStatus.UPCOMING
     needs_approval: bool = False
     """A tool call waiting for a person to approve (run), edit or reject it."""
@@ -175,6 +197,8 @@ class TaskStep(BaseModel):
         depends_on: list[str] | None = None,
         needs_approval: bool = False,
         continues: bool = False,
+        name: str | None = None,
+        cannot: dict[StepAction, str] | None = None,
     ) -> TaskStep:
         """A new step that follows this one on the same branch.
 
@@ -187,6 +211,8 @@ class TaskStep(BaseModel):
             step_id=step_id or new_id(),
             input=input,
             kind=kind,
+            name=name,
+            cannot=dict(cannot or {}),
             needs_approval=needs_approval,
             continues=self.step_id if continues else None,
             step_state=step_state if step_state is not None else {},

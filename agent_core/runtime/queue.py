@@ -20,6 +20,7 @@ from agent_core.errors import (
 from agent_core.runtime.claims import IN_FLIGHT, claim_is_stale
 from agent_core.types import (
     DONE_STATUSES,
+    StepAction,
     StepStatus,
     TaskState,
     TaskStatus,
@@ -58,6 +59,29 @@ def check_active(state: TaskState, action: str) -> None:
             task_id=state.task_id,
             params={"status": "imported" if task.imported else task.status.value, "action": action},
         )
+
+
+def check_can(step: TaskStep, action: StepAction) -> None:
+    """Raise `UserError` if the step's worker cannot honour `action` (`TaskStep.cannot`)."""
+    reason = step.cannot.get(action)
+    if reason is None:
+        return
+    raise UserError(
+        f"step {short_id(step.step_id)} cannot be {_PAST[action]}: {reason}",
+        remedy="undo",
+        task_id=step.task_id,
+        step_id=step.step_id,
+        code="step_action_unsupported",
+        params={"action": action.value, "reason": reason},
+    )
+
+
+_PAST = {
+    StepAction.EDIT: "edited",
+    StepAction.SKIP: "skipped",
+    StepAction.REJECT: "rejected",
+    StepAction.FEEDBACK: "preceded by feedback",
+}
 
 
 def step_of(state: TaskState, step_id: str) -> TaskStep:

@@ -51,7 +51,14 @@ from agent_core.runtime.llamaindex_api import (
     use_chat_history,
 )
 from agent_core.runtime.loop import on_runtime_thread, run_sync, runs_on_runtime, submit
-from agent_core.runtime.queue import check_active, is_claimable, mark_completed, pick_step, step_of
+from agent_core.runtime.queue import (
+    check_active,
+    check_can,
+    is_claimable,
+    mark_completed,
+    pick_step,
+    step_of,
+)
 from agent_core.runtime.step_runs import LIVE_RUNS, StepRun
 from agent_core.runtime.transaction import claim, run_claimed
 from agent_core.runtime.undo import memory_write
@@ -64,6 +71,7 @@ from agent_core.tools.base import BaseTool
 from agent_core.types import (
     AgentChatResponse,
     AgentState,
+    StepAction,
     StepInput,
     StepKind,
     StepSnapshot,
@@ -434,6 +442,8 @@ class AgentRunner(LlamaIndexRunnerAPI):
         self._check_size(input, "the step input")
 
         def edit(state: TaskState, step: TaskStep) -> TaskChange:
+            if input != step.input:
+                check_can(step, StepAction.EDIT)
             step.set_input(input)
             return TaskChange(state=state, base_version=state.version, steps=[step])
 
@@ -448,6 +458,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
 
     @staticmethod
     def _skip(state: TaskState, step: TaskStep) -> TaskChange:
+        check_can(step, StepAction.SKIP)
         memory = state.task.memory
         snapshot = StepSnapshot(
             step_id=step.step_id,
@@ -803,6 +814,9 @@ class AgentRunner(LlamaIndexRunnerAPI):
                     code="feedback_after_finish",
                     params={"finished_at": last.task_step.number},
                 )
+            following = next((s for s in state.step_queue if state.is_ready(s)), None)
+            if following is not None:
+                check_can(following, StepAction.FEEDBACK)
             step = TaskStep(
                 task_id=task_id,
                 input=text,

@@ -30,17 +30,20 @@ from agent_core.runtime.contracts import StepHost
 from agent_core.runtime.queue import (
     adopt_next_steps,
     check_active,
+    check_can,
     hand_over,
     is_claimable,
     mark_completed,
     pick_step,
 )
 from agent_core.runtime.step_runs import STOPPED_BY_YOU, StepRun
+from agent_core.runtime.tracebacks import foreign_traceback
 from agent_core.runtime.undo import memory_write
 from agent_core.runtime.worker_state import dump_state, merge_state
 from agent_core.store.base import TaskChange
 from agent_core.telemetry import hooks as telemetry_hooks
 from agent_core.types import (
+    StepAction,
     StepInput,
     StepSnapshot,
     StepStatus,
@@ -72,6 +75,10 @@ def claim(
     with runner._lock(state.task_id):
         check_active(state, "run")
         step = pick_step(state, step_id)
+        if input is not None and input != step.input:
+            check_can(step, StepAction.EDIT)
+        if rejection is not None:
+            check_can(step, StepAction.REJECT)
         if input is not None:
             step.set_input(input)
         step.rejection = rejection
@@ -273,7 +280,8 @@ def _cause_of(exc: BaseException) -> dict[str, Any]:
     """What failed a step, as the failure's params (see `StepError`).
 
     The code, params and message (without the hint) of `exc`, or of the failure it wraps.
-    An exception that is not the runtime's (a bug in a worker) is "error", with its type.
+    An exception that is not the runtime's (a bug in a worker) is "error", with its type and,
+    when code outside the runtime raised it, that code's `traceback`.
     """
     if isinstance(exc, StepError) and "cause_code" in exc.params:  # A sub-task's failure.
         params = cast(dict[str, Any], exc.params.get("cause_params") or {})
@@ -283,6 +291,9 @@ def _cause_of(exc: BaseException) -> dict[str, Any]:
     else:
         code, params = "error", {"exception": type(exc).__name__}
         message = f"{type(exc).__name__}: {exc}"
+        where = foreign_traceback(exc)
+        if where:  # The user's worker or a framework raised it: record where, as they read it.
+            params["traceback"] = where
     message = message.encode("utf-8", "replace").decode("utf-8")  # As the step's error.
     return {"cause_code": code, "cause_params": dict(params), "cause_message": message}
 

@@ -38,7 +38,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from agent_core.adapters import FRAMEWORKS, adapt, framework_of
 from agent_core.errors import UserCodeError, UserError
+from agent_core.extras import EXTRAS, install_line
 from agent_core.llms.base import LLM
 from agent_core.tools.base import BaseTool, FunctionTool
 from agent_core.user_code.config import (
@@ -95,8 +97,17 @@ class AgentEntry:
 
     @property
     def ok(self) -> bool:
-        """Whether the target imported and is a worker or a factory."""
+        """Whether the target imported and is a worker, a framework's agent or a factory."""
         return self.error is None
+
+    @property
+    def framework(self) -> str | None:
+        """The framework whose agent the target is ("pydantic-ai", ...), else None.
+
+        None for a worker or a factory too: what a factory returns is known once it is called.
+        """
+        found = framework_of(self.agent) if self.agent is not None else None
+        return found.name if found is not None else None
 
 
 @dataclass(frozen=True)
@@ -148,14 +159,27 @@ def tools_from_module(module: ModuleType) -> list[BaseTool]:
     return tools
 
 
+def _extra_of_missing(exc: BaseException) -> str | None:
+    """The extra that installs the framework a `ModuleNotFoundError` names, if it is one."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    top = exc.name.partition(".")[0]
+    return next((f.extra for f in FRAMEWORKS if top in EXTRAS[f.extra]), None) or (
+        "mcp" if top == "mcp" else None
+    )
+
+
 def _import_error(what: str, target: str, exc: BaseException, project: Path) -> UserCodeError:
     detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     # An agent's target is module:attr; a tools target is the module (which may end in .py).
     module_ref = target if target.endswith(".py") else target.rpartition(":")[0] or target
     folders = [project, *([Path(module_ref).parent] if is_file_ref(module_ref) else [])]
     clash = explain_clash(exc, folders)
+    extra = _extra_of_missing(exc)
     if clash is not None:
         advice = clash
+    elif extra is not None:
+        advice = f"Your code needs the {extra!r} extra of Stepwise: {install_line(extra)}"
     elif isinstance(exc, ImportError | FileNotFoundError):
         advice = (
             f"A file path is relative to the project folder {project}, and a module must be "
@@ -209,12 +233,28 @@ def _factory_arguments(
     )
 
 
-def _build_worker(entry: AgentEntry, llm: LLM) -> BaseAgentWorker:
+def _adapted(entry: AgentEntry, agent: Any, *, tool_approval: bool) -> BaseAgentWorker | None:
+    """A framework's agent wrapped as a worker; None when `agent` is no framework's."""
+    try:
+        if framework_of(agent) is None:
+            return None
+        return adapt(agent, tool_approval=tool_approval)
+    except UserError as exc:
+        raise UserCodeError(
+            f"your agent {entry.name!r} ({entry.target}): {exc}. Fix it, {RELOAD_HINT}.",
+            target=entry.target,
+        ) from exc
+
+
+def _build_worker(entry: AgentEntry, llm: LLM, *, tool_approval: bool) -> BaseAgentWorker:
     if entry.error is not None:
         raise entry.error
     agent = entry.agent
     if isinstance(agent, BaseAgentWorker):
         return agent  # Workers hold no task state: one instance serves every runner.
+    adapted = _adapted(entry, agent, tool_approval=tool_approval)
+    if adapted is not None:
+        return adapted
     assert agent is not None
     args, kwargs = _factory_arguments(agent, llm, target=entry.target)
     try:
@@ -227,11 +267,15 @@ def _build_worker(entry: AgentEntry, llm: LLM) -> BaseAgentWorker:
             target=entry.target,
             traceback=user_traceback(exc),
         ) from exc
+    adapted = _adapted(entry, worker, tool_approval=tool_approval)
+    if adapted is not None:
+        return adapted
     if not isinstance(worker, BaseAgentWorker):
         raise UserCodeError(
             f"your agent {entry.name!r} ({entry.target}) gave a {type(worker).__name__}, not a "
-            "worker: return a BaseAgentWorker, e.g. an instance of a CustomSimpleAgentWorker "
-            f"subclass. Fix it, {RELOAD_HINT}.",
+            "worker: return a BaseAgentWorker (e.g. an instance of a CustomSimpleAgentWorker "
+            "subclass), a pydantic-ai or OpenAI Agents SDK Agent, or a compiled LangGraph "
+            f"graph. Fix it, {RELOAD_HINT}.",
             target=entry.target,
         )
     return worker
@@ -311,15 +355,20 @@ class UserCodeRegistry:
         """Every registered tools module, imported: each with its tools, or its error."""
         return tuple(self._tools_entry(name) for name in self._config.names("tools"))
 
-    def build_agent(self, name: str, *, llm: LLM, target: str | None = None) -> BaseAgentWorker:
+    def build_agent(
+        self, name: str, *, llm: LLM, target: str | None = None, tool_approval: bool = False
+    ) -> BaseAgentWorker:
         """A worker of agent `name` on `llm`; from `target` when `name` is not registered.
+
+        `tool_approval` makes a framework's agent ask before each tool call (a worker of
+        yours decides that itself).
 
         Raises:
             UserCodeError: The agent failed to import or to build.
             UserError: `name` is not registered and no target was recorded.
         """
         if name in self._config.names("agent"):
-            return _build_worker(self._agent(name), llm)
+            return _build_worker(self._agent(name), llm, tool_approval=tool_approval)
         if target is None:
             raise UserError(
                 f"no agent named {name!r} is registered: start the app with `stepwise ui "
@@ -327,7 +376,7 @@ class UserCodeRegistry:
             )
         entry = self._from_record("agent", name, target)
         assert isinstance(entry, AgentEntry)
-        return _build_worker(entry, llm)
+        return _build_worker(entry, llm, tool_approval=tool_approval)
 
     def tools_for(self, name: str, *, module: str | None = None) -> list[BaseTool]:
         """The tools of module `name`; from `module` when `name` is not registered.
@@ -410,10 +459,17 @@ class UserCodeRegistry:
             agent = _resolve_attr(module, attr, what=what, target=target)
         except UserCodeError as exc:
             return AgentEntry(name, target, source, error=exc)
-        if not isinstance(agent, BaseAgentWorker) and not callable(agent):
+        try:
+            framework = framework_of(agent)
+        except UserError as exc:
+            message = f"{what} ({target}): {exc}. Fix it, {RELOAD_HINT}."
+            error = UserCodeError(message, target=target)
+            return AgentEntry(name, target, source, error=error)
+        if framework is None and not isinstance(agent, BaseAgentWorker) and not callable(agent):
             error = UserCodeError(
                 f"{what} ({target}) is a {type(agent).__name__}, not an agent: point the target "
-                f"at a BaseAgentWorker or a function that returns one. Fix it, {RELOAD_HINT}.",
+                "at a BaseAgentWorker, a pydantic-ai or OpenAI Agents SDK Agent, a compiled "
+                f"LangGraph graph, or a function that returns one. Fix it, {RELOAD_HINT}.",
                 target=target,
             )
             return AgentEntry(name, target, source, error=error)

@@ -23,7 +23,8 @@ from agent_core.events import EventSink
 from agent_core.llms.base import LLM, ChatMessage, ToolCall, ToolSpec
 from agent_core.tools.base import BaseTool
 from agent_core.types import StepKind, StepNote, Task, TaskStep, TaskStepOutput, ToolOutput
-from agent_core.workers._tool_steps import (
+from agent_core.workers._tool_worker import DEFAULT_MAX_ITERATIONS, ToolCallingWorker
+from agent_core.workers.tool_steps import (
     ToolStepCall,
     call_step,
     edit_note,
@@ -33,7 +34,6 @@ from agent_core.workers._tool_steps import (
     tool_step_input,
     unknown_tool_output,
 )
-from agent_core.workers._tool_worker import DEFAULT_MAX_ITERATIONS, ToolCallingWorker
 
 __all__ = [
     "MAX_CALLS_PER_REPLY",

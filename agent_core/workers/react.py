@@ -20,16 +20,6 @@ from agent_core.llms.base import LLM, ChatMessage, ChatResponse
 from agent_core.tools.base import BaseTool
 from agent_core.types import Task, TaskStep, TaskStepOutput, ToolOutput
 from agent_core.workers._react_compat import FailureHandler, failure_answer, iterations_used
-from agent_core.workers._tool_steps import (
-    ToolStepCall,
-    call_step,
-    call_tool,
-    edit_note,
-    queues_call,
-    run_tool_step_call,
-    tool_call_of,
-    unknown_tool_output,
-)
 from agent_core.workers._tool_worker import DEFAULT_MAX_ITERATIONS, ToolCallingWorker
 from agent_core.workers.react_format import (
     ReActAnswer,
@@ -39,6 +29,16 @@ from agent_core.workers.react_format import (
 )
 from agent_core.workers.react_formatter import ReActChatFormatter
 from agent_core.workers.react_output_parser import ReActOutputParser, from_reasoning_step
+from agent_core.workers.tool_steps import (
+    ToolStepCall,
+    call_step,
+    call_tool,
+    edit_note,
+    queues_call,
+    run_tool_step_call,
+    tool_call_of,
+    unknown_tool_output,
+)
 
 __all__ = ["ReActAgentWorker"]
 
