@@ -44,12 +44,14 @@ test: lint chromium redis
 # Benchmarks side by side with LlamaIndex and LangGraph (their own env: bench/.venv), then
 # the page's speed in Chromium (bench/results/page_speed.json), then what HTTP costs
 # (bench/results/server_speed.json), then multi-agent services beside llama-agents (its own env:
-# bench/.venv-llama-agents; bench/results/services_speed.json).
+# bench/.venv-llama-agents; bench/results/services_speed.json), then each framework adapter's
+# per-step cost beside the framework alone (bench/results/adapters_speed.json).
 bench: $(STAMP) chromium redis
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.page_speed
 	$(BIN)/python -m bench.server_speed
 	$(BIN)/python -m bench.services_speed
+	$(BIN)/python -m bench.adapters_speed
 
 # ruff, then the layers of DESIGN.md §1 (import-linter's contracts in pyproject.toml).
 lint: $(STAMP)

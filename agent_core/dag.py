@@ -20,7 +20,14 @@ from typing import Any
 import networkx as nx
 
 from agent_core.errors import UserError
-from agent_core.types import StepKind, StepStatus, TaskState, TaskStep, TaskStepOutput
+from agent_core.types import (
+    INTERRUPT_KEY,
+    StepKind,
+    StepStatus,
+    TaskState,
+    TaskStep,
+    TaskStepOutput,
+)
 from agent_core.workers.react_format import ReActParseError, parse_react_output
 
 __all__ = [
@@ -478,9 +485,23 @@ def _status_suffix(step: TaskStep, output: TaskStepOutput | None) -> str:
 
 
 def _what(step: TaskStep, output: TaskStepOutput | None, calls_queued: list[TaskStep]) -> str:
-    """What the step did (or will do), in a few words of plain text."""
+    """What the step did (or will do), in a few words of plain text.
+
+    A step named by its agent's framework (a LangGraph node, a model request) leads with its
+    name; a tool step's call already names it.
+    """
+    what = _kind_what(step, output, calls_queued)
+    if not step.name or step.kind is StepKind.TOOL:
+        return what
+    return step.name if what == str(step.kind) else f"{step.name}: {what}"
+
+
+def _kind_what(step: TaskStep, output: TaskStepOutput | None, calls_queued: list[TaskStep]) -> str:
     if step.kind is StepKind.TOOL:
         return _tool_what(step, output)
+    if step.kind is StepKind.HUMAN and INTERRUPT_KEY in step.step_state:
+        question = _json(_one_line(str(step.step_state[INTERRUPT_KEY])))
+        return f"answer: {_json(_one_line(str(step.input)))}" if output else f"asks: {question}"
     if step.kind is StepKind.HUMAN:
         return f"feedback: {_json(_one_line(str(step.input or '')))}"
     if step.kind is StepKind.PLAN:

@@ -21,6 +21,7 @@ from agent_core.memory import ChatMemoryBuffer, MemorySnapshot
 
 __all__ = [
     "DONE_STATUSES",
+    "INTERRUPT_KEY",
     "AgentChatResponse",
     "AgentState",
     "StepAction",
@@ -88,6 +89,11 @@ class StepStatus(StrEnum):
 
 DONE_STATUSES = frozenset({StepStatus.COMPLETED, StepStatus.SKIPPED})
 """Statuses that let the steps depending on a step run."""
+
+INTERRUPT_KEY = "interrupt"
+"""The `step_state` key of an upcoming `human` step that the agent queued to ask a person
+something (a LangGraph `interrupt(value)`): the question, as JSON. The person's answer is
+the step's input."""
 
 
 class StepKind(StrEnum):

@@ -416,6 +416,10 @@ _BY_CODE: dict[str, Callable[[_Error], str]] = {
     "input_too_large": _too_large,
     "model_not_configured": _key_missing,
     "model_error": lambda e: _model_failed(e, e.message),
+    "step_action_unsupported": lambda e: (
+        f"Not for this step: {_sentence(e.param('reason', str) or 'its agent cannot do that')} "
+        "Undo goes back to the step before it, where you can steer."
+    ),
     "user_code_error": lambda e: (
         f"{_sentence(e.message)} Fix your code, then press Reload my code on the New task form."
     ),

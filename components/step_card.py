@@ -23,7 +23,7 @@ from components.memory_view import render_memory
 from components.messages import cost_text, note_text, plain, plural, tokens_text
 from components.task_images import render_thumbnails
 
-__all__ = ["card_title", "render_call", "render_step_card", "usage_text"]
+__all__ = ["card_title", "render_call", "render_step_card", "render_traceback", "usage_text"]
 
 _BLOCK_MIN_CHARS = 200
 """A string argument this long gets its own block even on one line."""
@@ -70,6 +70,8 @@ def card_title(output: TaskStepOutput) -> str:
     """One line: number, kind, status, tokens, cost and latency (user text only escaped)."""
     step = output.task_step
     parts = [f"Step {step.number or '?'} · {step.kind.value}"]
+    if step.name:  # The framework's own words: a node, a turn, a tool.
+        parts.append(plain(step.name))
     if step.status is not StepStatus.COMPLETED:
         parts.append(step.status.value)
     rejection = rejection_of(step, output)
@@ -238,6 +240,19 @@ def _render_messages_sent(
         return
     st.caption(plural(len(messages), "message"))
     render_memory(list(messages), key=f"{key}-sent")
+
+
+def render_traceback(step: TaskStep) -> None:
+    """Where a failed step's error was raised, when code outside Stepwise raised it.
+
+    The runtime records the traceback of the user's worker or of a framework, trimmed of its
+    own frames (`error_params["traceback"]`), so a failure after a reload still shows it.
+    """
+    where = step.error_params.get("traceback")
+    if not isinstance(where, str) or not where:
+        return
+    with st.expander("Traceback (where your code or its framework raised it)"):
+        st.code(where, language="python", wrap_lines=True)
 
 
 def render_step_card(

@@ -24,6 +24,8 @@ from agent_core.llms.base import ChatMessage
 from agent_core.llms.scripted import HumanLLM
 from agent_core.types import (
     DONE_STATUSES,
+    INTERRUPT_KEY,
+    StepAction,
     StepInput,
     StepKind,
     StepStatus,
@@ -35,6 +37,7 @@ from components import task_version
 from components.actions import show_message
 from components.memory_view import render_memory
 from components.messages import failed_step_text, plain
+from components.step_card import render_traceback
 from components.task_images import render_thumbnails
 
 __all__ = ["preview_messages", "render_preview", "render_upcoming_step", "waiting_reason"]
@@ -50,6 +53,8 @@ _PROBLEM = "stepwise.step_problem"
 
 def _title(runner: ParallelAgentRunner, step: TaskStep, *, ready: bool) -> str:
     parts = [f"Upcoming {step.kind.value} step"]
+    if step.name:  # The framework's own words: a node, a turn, a tool (the user's text).
+        parts.append(plain(step.name))
     if step.needs_approval:
         parts.append("tool call awaiting your approval")
     elif step.step_state.get("held"):
@@ -186,6 +191,11 @@ class _Ctx:
         # A tool call awaiting approval, or held at a breakpoint: approve, edit or reject it.
         self.pending = step.needs_approval or bool(step.step_state.get("held"))
 
+    def cannot(self, action: StepAction) -> str:
+        """Why this step's framework cannot `action` ("" when it can): the greyed control's help."""
+        reason = self.step.cannot.get(action)
+        return f"Not for this step: {reason}" if reason else ""
+
 
 # --- actions: button callbacks, so a click is answered even when its button is gone from
 # --- the page (the step ran in another tab), and always before the page is drawn.
@@ -296,10 +306,12 @@ def _show_problem(ctx: _Ctx, where: str) -> None:
 
 def _skip_button(ctx: _Ctx, column: Any) -> None:
     """Skip, asking once more when the step is the only one left to run."""
+    why_not = ctx.cannot(StepAction.SKIP)
     column.button(
         "Skip",
         key=f"skip-{ctx.key}",
-        help="Leaves this step out: it never runs. Undo brings it back.",
+        disabled=bool(why_not),
+        help=why_not or "Leaves this step out: it never runs. Undo brings it back.",
         on_click=_on_skip,
         args=(ctx,),
     )
@@ -340,14 +352,18 @@ def _render_tool_call(ctx: _Ctx) -> None:
     call = ctx.step.input if isinstance(ctx.step.input, dict) else {}
     st.caption("Tool")
     st.code(str(call.get("tool", "?")), language=None)
-    st.caption("Arguments (JSON, editable)")
+    no_edit = ctx.cannot(StepAction.EDIT)
+    st.caption("Arguments (JSON)" if no_edit else "Arguments (JSON, editable)")
     st.text_area(
         "Arguments",
         json.dumps(call.get("args", {}), indent=2, ensure_ascii=False),
         key=f"args-{ctx.key}",
         label_visibility="collapsed",
+        disabled=bool(no_edit),
+        help=no_edit or None,
     )
-    if ctx.pending:
+    no_reject = ctx.cannot(StepAction.REJECT)
+    if ctx.pending and not no_reject:
         st.text_input("Reason to reject (the model reads it)", key=f"reason-{ctx.key}")
     run_col, reject_col, skip_col = st.columns(3)
     label = "Approve and run step" if ctx.pending else "Run step"
@@ -356,7 +372,8 @@ def _render_tool_call(ctx: _Ctx) -> None:
         reject_col.button(
             "Reject",
             key=f"reject-{ctx.key}",
-            help="The call does not run; the model reads your reason.",
+            disabled=bool(no_reject),
+            help=no_reject or "The call does not run; the model reads your reason.",
             on_click=_on_reject,
             args=(ctx,),
         )
@@ -365,13 +382,32 @@ def _render_tool_call(ctx: _Ctx) -> None:
     _show_problem(ctx, "input")
 
 
+def _render_question(step: TaskStep) -> None:
+    """What the agent asks the person, for a human step it queued (a LangGraph interrupt)."""
+    if step.kind is not StepKind.HUMAN or INTERRUPT_KEY not in step.step_state:
+        return
+    st.caption("The agent asks you (type your answer below, then Run step)")
+    st.code(_text_of(step.step_state[INTERRUPT_KEY]), language=None, wrap_lines=True)
+
+
+def _text_of(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
+
+
 def _render_text_step(ctx: _Ctx) -> None:
+    _render_question(ctx.step)
+    no_edit = ctx.cannot(StepAction.EDIT)
+    asks = ctx.step.kind is StepKind.HUMAN and INTERRUPT_KEY in ctx.step.step_state
     text = st.text_area(
         "Input",
         _as_text(ctx.step.input),
         key=f"input-{ctx.key}",
-        placeholder="(no input: the agent continues; type here to steer it)",
+        placeholder="(your answer)"
+        if asks
+        else "(no input: the agent continues; type here to steer it)",
         label_visibility="collapsed",
+        disabled=bool(no_edit),
+        help=no_edit or None,
     )
     render_thumbnails(step_images(ctx.step))  # They go with the input, whatever it becomes.
     if ctx.human is not None:
@@ -392,7 +428,8 @@ def _render_text_step(ctx: _Ctx) -> None:
     save_col.button(
         "Save edit",
         key=f"save-{ctx.key}",
-        help="Keeps the input above without running the step.",
+        disabled=bool(no_edit),
+        help=no_edit or "Keeps the input above without running the step.",
         on_click=_on_save,
         args=(ctx,),
     )
@@ -412,6 +449,7 @@ def render_upcoming_step(
         if step.error:
             st.error(plain(failed_step_text(step, task_state)))
             st.code(step.error, language=None, wrap_lines=True)
+            render_traceback(step)
         if step.kind is StepKind.TOOL:
             _render_tool_call(ctx)
         else:

@@ -24,14 +24,14 @@ from agent_core import ParallelAgentRunner, StepRun
 from agent_core.dag import build_dag
 from agent_core.errors import AgentCoreError, UserCodeError
 from agent_core.llms.scripted import HumanLLM
-from agent_core.types import StepKind, StepStatus, TaskState, TaskStatus, TaskStepOutput
+from agent_core.types import StepAction, StepKind, StepStatus, TaskState, TaskStatus, TaskStepOutput
 from components import ready_steps_job, run_until_job, runtime, state, task_version
 from components.actions import show_message, show_notice
 from components.breakpoint_picker import chosen_breakpoints, render_breakpoints
 from components.graph_panel import render_graph_panel
 from components.live_step import render_live_step, watch_live_steps
 from components.memory_view import render_memory
-from components.messages import plural, token_count, tokens_text
+from components.messages import plain, plural, token_count, tokens_text
 from components.model_choice import max_tokens_text
 from components.step_card import render_step_card
 from components.step_editor import preview_messages, render_upcoming_step
@@ -309,6 +309,12 @@ def _send_feedback(runner: ParallelAgentRunner, task_id: str) -> None:
 def _feedback(view: _View) -> None:
     if view.answered:
         st.info(_ANSWERED)  # Feedback now would have no step to read it.
+        return
+    state = view.task_state
+    following = next((s for s in state.step_queue if state.is_ready(s)), None)
+    why_not = following.cannot.get(StepAction.FEEDBACK) if following is not None else None
+    if why_not:  # The agent's framework has no place for a person's message before it.
+        st.caption(f"Add feedback is not offered before this step: {plain(why_not)}")
         return
     with st.form("feedback", border=False):
         st.text_input(
