@@ -30,7 +30,7 @@ class _LockedWorker(BaseAgentWorker):
             if self.fail_with is not None:
                 _raise_from_users_code(self.fail_with)
             return TaskStepOutput(output=f"done: {step.input}", task_step=step, is_last=True)
-        cannot = {action: NO_EDIT for action in StepAction}
+        cannot = dict.fromkeys(StepAction, NO_EDIT)
         follow = step.get_next_step(
             kind=StepKind.TOOL,
             input={"tool": "t", "args": {}},
@@ -88,7 +88,7 @@ def test_names_and_limits_survive_a_restart(tmp_path):
     reloaded = AgentRunner(_LockedWorker(), store=SQLiteStore(path))
     (locked,) = reloaded.get_upcoming_steps(task_id)
     assert locked.name == "second node"
-    assert locked.cannot == {action: NO_EDIT for action in StepAction}
+    assert locked.cannot == dict.fromkeys(StepAction, NO_EDIT)
     assert reloaded.get_completed_steps(task_id)[0].task_step.name == "first node"
 
 
