@@ -7,33 +7,33 @@ Typing aliases (`List[...]`, `Optional[...]`) are spelt as builtins, as the lint
 
 from textwrap import dedent
 
-# stepwise: imports from agent_core; LlamaIndex's PromptTemplate is a plain str here
+# stepwise: imports from agent_core
 from agent_core import ReActAgent
+from agent_core.compat.llamaindex import PromptTemplate
 from agent_core.llms import ScriptedLLM
-from agent_core.workers import ReActChatFormatter
 
 
 def test_partial_formatted_system_prompt():
     """Partially formatted context should be preserved."""
-    prompt = dedent(
-        """\
-        Required template variables:
-        {tool_desc}
-        {tool_names}
+    agent = ReActAgent.from_tools([], llm=ScriptedLLM([]))  # stepwise: MockLLM is ScriptedLLM
 
-        Additional variables:
-        {dummy_var}
-        """
+    prompt = PromptTemplate(
+        dedent(
+            """\
+            Required template variables:
+            {tool_desc}
+            {tool_names}
+
+            Additional variables:
+            {dummy_var}
+            """
+        )
     )
 
     dummy_var = "dummy_context"
-    # stepwise: kept difference, see README: no update_prompts(); the system header is the
-    # formatter's, given when the agent is built. str.replace stands for partial_format.
-    formatter = ReActChatFormatter.from_defaults(
-        system_header=prompt.replace("{dummy_var}", dummy_var)
-    )
-    agent = ReActAgent.from_tools([], llm=ScriptedLLM([]), react_chat_formatter=formatter)
+    agent.update_prompts({"agent_worker:system_prompt": prompt.partial_format(dummy_var=dummy_var)})
 
+    # stepwise: the worker's formatter is public (`formatter`, not `_react_chat_formatter`)
     assert dummy_var in agent.agent_worker.formatter.system_header
     # stepwise: and the model is sent it, with the tool variables filled in
     task = agent.create_task("hi")

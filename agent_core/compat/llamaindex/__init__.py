@@ -5,6 +5,7 @@ classes are runners with a worker chosen for you; nothing below this package imp
 """
 
 from agent_core.compat.llamaindex.agents import FunctionCallingAgent, ReActAgent
+from agent_core.compat.llamaindex.prompts import PromptTemplate
 from agent_core.compat.llamaindex.structured_planner import StructuredPlannerAgent
 
-__all__ = ["FunctionCallingAgent", "ReActAgent", "StructuredPlannerAgent"]
+__all__ = ["FunctionCallingAgent", "PromptTemplate", "ReActAgent", "StructuredPlannerAgent"]
