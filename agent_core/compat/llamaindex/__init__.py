@@ -2,6 +2,9 @@
 
 Code written against LlamaIndex's lower-level agent API runs by changing its imports. These
 classes are runners with a worker chosen for you; nothing below this package imports it.
+`PromptTemplate` is LlamaIndex's prompt template, which `ReActAgent.update_prompts` takes;
+`agent_core.compat.llamaindex.instrumentation` is `llama_index.core.instrumentation`: its
+dispatchers hear every runner's steps and chats.
 """
 
 from agent_core.compat.llamaindex.agents import FunctionCallingAgent, ReActAgent
