@@ -21,6 +21,7 @@ from agent_core.llms.base import LLM, ChatMessage
 from agent_core.memory import ChatMemoryBuffer
 from agent_core.runtime.streaming_response import StreamingAgentChatResponse
 from agent_core.store.base import MemoryWrite, Store
+from agent_core.telemetry import hooks as telemetry_hooks
 from agent_core.tools.base import BaseTool
 from agent_core.types import (
     AgentChatResponse,
@@ -217,8 +218,13 @@ class LlamaIndexRunnerAPI:
 
 
 def _stream(runner: _Runner, message: str, kwargs: dict[str, Any]) -> StreamingAgentChatResponse:
+    if telemetry_hooks.observers:
+        telemetry_hooks.chat_started(message)
     use_chat_history(runner, kwargs)
     task = runner.create_task(message, **kwargs)
-    return StreamingAgentChatResponse(
+    response = StreamingAgentChatResponse(
         _answer_chunks(runner, task.task_id), lambda: runner.finalize_response(task.task_id)
     )
+    if telemetry_hooks.observers:  # As LlamaIndex: the stream, before it is read.
+        telemetry_hooks.chat_ended(response)
+    return response

@@ -537,10 +537,14 @@ class AgentRunner(LlamaIndexRunnerAPI):
         if stream:
             run.record(StepStartedEvent(task_id=task_id, step_id=step.step_id))
             kwargs = {**kwargs, "emit": run.record}
+        if telemetry_hooks.observers:
+            telemetry_hooks.step_started(task_id, step, input)
         output: TaskStepOutput | None = None
         error: BaseException | None = None
         try:
             output = await run_claimed(self, state, step, kwargs, run)
+            if telemetry_hooks.observers:
+                telemetry_hooks.step_ended(output)
             return output
         except BaseException as exc:
             error = exc
@@ -944,12 +948,17 @@ class AgentRunner(LlamaIndexRunnerAPI):
 
         LlamaIndex's `chat_history=` replaces the conversation first; `tool_choice=` is taken.
         """
+        if telemetry_hooks.observers:
+            telemetry_hooks.chat_started(message)
         use_chat_history(self, kwargs)
         task = self.create_task(message, **kwargs)
         while True:
             output = await self.arun_step(task.task_id)
             if output.is_last:
-                return self.finalize_response(task.task_id)
+                response = self.finalize_response(task.task_id)
+                if telemetry_hooks.observers:
+                    telemetry_hooks.chat_ended(response)
+                return response
 
     def chat(self, message: str, **kwargs: Any) -> AgentChatResponse:
         """Sync twin of `achat`."""

@@ -5,23 +5,35 @@ off, a hook reads one module global and hands back the wrapped function's own co
 coroutine of its own: about 0.25 µs a call); OpenTelemetry is not even imported. The first
 hook to run reads `STEPWISE_OTLP_ENDPOINT` once and turns tracing on when it is set;
 `agent_core.telemetry.instrument` turns it on explicitly.
+
+Observers (`add_observer`) are told of each step and chat as it happens, on the runtime loop:
+LlamaIndex's instrumentation dispatcher (`agent_core.compat.llamaindex.instrumentation`)
+listens here. With none, the runner pays one test of a tuple per step.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from agent_core.telemetry.spans import Tracing
-    from agent_core.types import TaskState, TaskStep
+    from agent_core.types import StepInput, TaskState, TaskStep, TaskStepOutput
 
 __all__ = [
     "ENDPOINT_ENV",
+    "RunObserver",
     "active",
+    "add_observer",
+    "chat_ended",
+    "chat_started",
+    "observers",
+    "step_ended",
+    "step_started",
     "task_deleted",
     "task_event",
     "traced_chat",
@@ -129,3 +141,76 @@ def task_deleted(task_id: str) -> None:
     on = tracing
     if on is not None and not isinstance(on, _Unresolved):
         on.task_deleted(task_id)
+
+
+# ------------------------------------------------------------------ observers
+
+logger = logging.getLogger(__name__)
+
+
+class RunObserver(Protocol):
+    """Told of each step and chat a runner runs, on the runtime loop, as it happens."""
+
+    def step_started(self, task_id: str, step: TaskStep, input: StepInput) -> None:
+        """A claimed step is about to run; `input` is what its caller gave (None: none)."""
+        ...
+
+    def step_ended(self, output: TaskStepOutput) -> None:
+        """A step completed (a step that fails or is stopped sends nothing)."""
+        ...
+
+    def chat_started(self, message: str) -> None:
+        """`chat` / `stream_chat` was called with `message`."""
+        ...
+
+    def chat_ended(self, response: Any) -> None:
+        """`chat` returned `response` (`stream_chat`: its stream, before it is read)."""
+        ...
+
+
+observers: tuple[RunObserver, ...] = ()
+"""Every observer; the runner tests it before each report, so an empty one costs nothing."""
+
+_observers_guard = threading.Lock()
+
+
+def add_observer(observer: RunObserver) -> Callable[[], None]:
+    """Tell `observer` of every step and chat from now on; returns what stops that."""
+    global observers
+    with _observers_guard:
+        observers = (*observers, observer)
+
+    def remove() -> None:
+        global observers
+        with _observers_guard:
+            observers = tuple(o for o in observers if o is not observer)
+
+    return remove
+
+
+def _tell(report: Callable[[RunObserver], None]) -> None:
+    for observer in observers:
+        try:
+            report(observer)
+        except Exception:  # An observer's bug must not fail, or strand, the step it watches.
+            logger.exception("run observer %r failed", observer)
+
+
+def step_started(task_id: str, step: TaskStep, input: StepInput) -> None:
+    """Tell every observer a step starts."""
+    _tell(lambda o: o.step_started(task_id, step, input))
+
+
+def step_ended(output: TaskStepOutput) -> None:
+    """Tell every observer a step completed."""
+    _tell(lambda o: o.step_ended(output))
+
+
+def chat_started(message: str) -> None:
+    """Tell every observer a chat starts."""
+    _tell(lambda o: o.chat_started(message))
+
+
+def chat_ended(response: Any) -> None:
+    """Tell every observer a chat ended."""
+    _tell(lambda o: o.chat_ended(response))

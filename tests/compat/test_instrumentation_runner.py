@@ -30,17 +30,9 @@ from agent_core.compat.llamaindex.instrumentation import (
 from agent_core.errors import StepError
 from agent_core.llms import ScriptedLLM
 from agent_core.runtime.streaming_response import StreamingAgentChatResponse
-from agent_core.telemetry import hooks
 from agent_core.tools import FunctionTool
 from agent_core.types import StepStatus, Task, TaskStep, TaskStepOutput
 from agent_core.workers import BaseAgentWorker
-
-needs_runner_hook = pytest.mark.xfail(
-    not hasattr(hooks, "add_observer"),
-    reason="adding an event handler asks the runner to report through its observer hook "
-    "(agent_core.telemetry.hooks.add_observer), which the runtime does not have yet",
-    strict=True,
-)
 
 
 class Collector(BaseEventHandler):
@@ -137,7 +129,6 @@ def step_events(collector: Collector) -> list[tuple[str, str]]:
 # ------------------------------------------------------------------ the runner's events
 
 
-@needs_runner_hook
 def test_every_way_of_running_a_step_sends_its_pair(collector: Collector) -> None:
     runner = AgentRunner(CountingWorker(limit=4))
     task = runner.create_task("count")
@@ -151,7 +142,6 @@ def test_every_way_of_running_a_step_sends_its_pair(collector: Collector) -> Non
     assert not any(isinstance(e, AgentChatWithStepStartEvent) for e in collector.events)
 
 
-@needs_runner_hook
 def test_an_edited_input_is_the_start_events_input(collector: Collector) -> None:
     runner = AgentRunner(CountingWorker(limit=2))
     task = runner.create_task("count")
@@ -162,7 +152,6 @@ def test_an_edited_input_is_the_start_events_input(collector: Collector) -> None
     assert start.input == "count faster" and start.task_id == task.task_id
 
 
-@needs_runner_hook
 def test_parallel_steps_each_send_a_pair(collector: Collector) -> None:
     runner = ParallelAgentRunner(ForkingWorker(limit=0))
     task = runner.create_task("fork")
@@ -176,7 +165,6 @@ def test_parallel_steps_each_send_a_pair(collector: Collector) -> None:
         assert pairs.index(("start", step_id)) < pairs.index(("end", step_id))
 
 
-@needs_runner_hook
 def test_a_failed_step_sends_no_end_and_its_retry_sends_both(collector: Collector) -> None:
     runner = AgentRunner(CountingWorker(limit=2, fail_at=(1,)))
     task = runner.create_task("count")
@@ -190,7 +178,6 @@ def test_a_failed_step_sends_no_end_and_its_retry_sends_both(collector: Collecto
     assert step_events(collector)[1:] == [("start", failed.step_id), ("end", failed.step_id)]
 
 
-@needs_runner_hook
 def test_stream_chat_sends_the_stream_as_its_response(collector: Collector) -> None:
     runner = AgentRunner(CountingWorker(limit=2))
     stream = runner.stream_chat("count")
@@ -202,7 +189,6 @@ def test_stream_chat_sends_the_stream_as_its_response(collector: Collector) -> N
     assert collector.names()[2:] == ["AgentRunStepStartEvent", "AgentRunStepEndEvent"] * 2
 
 
-@needs_runner_hook
 def test_a_react_agent_chat_is_told_in_order(collector: Collector) -> None:
     def add(a: int, b: int) -> int:
         """Add two numbers."""
@@ -232,7 +218,6 @@ def test_a_react_agent_chat_is_told_in_order(collector: Collector) -> None:
     assert isinstance(end, AgentChatWithStepEndEvent) and end.response == response
 
 
-@needs_runner_hook
 def test_a_handler_on_the_runners_dispatcher_hears_it_and_a_stranger_does_not() -> None:
     own, stranger = Collector(), Collector()
     runner_dispatcher = instrument.get_dispatcher("agent_core.runtime.runner")
@@ -254,7 +239,6 @@ def test_a_handler_on_the_runners_dispatcher_hears_it_and_a_stranger_does_not() 
     assert stranger.events == []
 
 
-@needs_runner_hook
 def test_a_failing_handler_is_logged_and_the_chat_goes_on(
     collector: Collector, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -280,7 +264,6 @@ def test_a_failing_handler_is_logged_and_the_chat_goes_on(
 # ------------------------------------------------------------------ the dispatcher itself
 
 
-@needs_runner_hook
 def test_events_go_up_the_dotted_names_until_propagation_stops() -> None:
     base = f"tests.{uuid.uuid4().hex}"
     parent, child = instrument.get_dispatcher(base), instrument.get_dispatcher(f"{base}.mod")
@@ -297,7 +280,6 @@ def test_events_go_up_the_dotted_names_until_propagation_stops() -> None:
     assert heard_by_parent.events[0].model_dump()["class_name"] == "BaseEvent"
 
 
-@needs_runner_hook
 def test_spans_report_calls_and_events_inside_carry_their_id() -> None:
     dispatcher = instrument.get_dispatcher(f"tests.{uuid.uuid4().hex}")
     spans, heard = Spans(), Collector()

@@ -8,8 +8,6 @@ Typing aliases (`List[...]`, `Optional[...]`) are spelt as builtins, as the lint
 import uuid
 from typing import Any, cast
 
-import pytest  # stepwise: for the mark below, until the runner reports to the dispatcher
-
 # stepwise: imports from agent_core
 import agent_core.compat.llamaindex.instrumentation as instrument
 from agent_core import (
@@ -30,7 +28,6 @@ from agent_core.compat.llamaindex.instrumentation import (
     BaseEventHandler,
 )
 from agent_core.llms import ChatMessage, MessageRole
-from agent_core.telemetry import hooks
 from agent_core.workers import BaseAgentWorker
 
 dispatcher = instrument.get_dispatcher()
@@ -314,11 +311,6 @@ def test_agent_from_llm() -> None:
     assert isinstance(agent_runner, ReActAgent)
 
 
-# stepwise: the runner tells the dispatcher of its steps and chats through the runtime's
-# observer hook (agent_core.telemetry.hooks.add_observer); until it lands this must fail.
-@pytest.mark.xfail(
-    not hasattr(hooks, "add_observer"), reason="the runtime's observer hook", strict=True
-)
 def test_agent_dispatches_events() -> None:
     event_handler = _TestEventHandler()
     dispatcher.add_event_handler(event_handler)
