@@ -3,10 +3,12 @@
 Tasks record the spec they run with, so a restarted app can rebuild the worker of an active
 task. A spec never holds a key: keys come from the environment (or the caller) at build time.
 
-A spec can name the user's own agent (`agent`) and tools modules (in `tools`), registered with
-`stepwise ui --agent/--tools` or `[tool.stepwise]` (see `agent_core.user_code.registry`). The spec
-records where each was loaded from (`agent_target`, `tool_modules`), so a task is rebuilt from
-its record even where the name is no longer registered.
+A spec can name the user's own agent (`agent`), and tools modules and MCP servers (in `tools`),
+registered with `stepwise ui --agent/--tools/--mcp` or `[tool.stepwise]` (see
+`agent_core.user_code.registry`). The spec records where each was loaded from (`agent_target`,
+`tool_modules`, `mcp_servers`: a module, or a server's command or URL), so a task is rebuilt
+from its record even where the name is no longer registered (a recorded MCP server is started
+from its recorded command).
 
 This is the composition root, and it reads no global: the registry that knows the user's names
 is passed in, to validation (`AgentSpec.from_registry(registry, ...)`, or pydantic's
@@ -79,8 +81,12 @@ class AgentSpec(BaseModel):
     """Empty means the provider's default (`DEFAULT_MODELS`)."""
     base_url: str | None = None
     tools: tuple[str, ...] = ("arithmetic",)
-    """Built-in tools (`ToolName`) and the user's registered tools modules, by name; for the
-    built-in workers (the user's own agent brings its own tools)."""
+    """Built-in tools (`ToolName`), the user's registered tools modules and MCP servers (each
+    server stands for all its tools), by name; for the built-in workers (the user's own agent
+    brings its own tools)."""
+    mcp_servers: dict[str, str] = Field(default_factory=dict, validate_default=True)
+    """The command or URL of each MCP server in `tools`, filled in from the registry. Before
+    `tool_modules`, whose check needs to know which names are servers."""
     tool_modules: dict[str, str] = Field(default_factory=dict, validate_default=True)
     """Where each of the user's tools modules in `tools` was loaded from, filled in from the
     registry."""
@@ -116,6 +122,29 @@ class AgentSpec(BaseModel):
             raise ValueError(str(exc)) from None
         return target
 
+    @field_validator("mcp_servers")
+    @classmethod
+    def _record_mcp_servers(cls, servers: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        tools = info.data.get("tools")
+        if tools is None:  # `tools` itself failed validation; that error is reported.
+            return servers
+        registry = _registry_of(info)
+        recorded: dict[str, str] = {}
+        for name in dict.fromkeys(tools):
+            if name in BUILTIN_TOOLS:
+                continue
+            spec = servers.get(name)
+            if spec is None and registry is not None:
+                spec = registry.mcp_server(name)
+            if spec is None:
+                continue  # A tools module's name, or unknown: `tool_modules` says which.
+            try:
+                check_entry(name, spec, kind="mcp")
+            except UserError as exc:
+                raise ValueError(str(exc)) from None
+            recorded[name] = spec
+        return recorded
+
     @field_validator("tool_modules")
     @classmethod
     def _record_tool_modules(cls, modules: dict[str, str], info: ValidationInfo) -> dict[str, str]:
@@ -123,9 +152,10 @@ class AgentSpec(BaseModel):
         if tools is None:  # `tools` itself failed validation; that error is reported.
             return modules
         registry = _registry_of(info)
+        servers = info.data.get("mcp_servers") or {}
         recorded: dict[str, str] = {}
         for name in dict.fromkeys(tools):
-            if name in BUILTIN_TOOLS:
+            if name in BUILTIN_TOOLS or name in servers:
                 continue
             module = modules.get(name)
             if module is None and registry is not None:
@@ -146,8 +176,8 @@ class AgentSpec(BaseModel):
 
     @property
     def uses_user_code(self) -> bool:
-        """Whether the worker comes from, or uses tools from, the user's own code."""
-        return self.agent is not None or bool(self.tool_modules)
+        """Whether the worker comes from, or uses tools from, the user's own code or servers."""
+        return self.agent is not None or bool(self.tool_modules) or bool(self.mcp_servers)
 
     @property
     def model_name(self) -> str:
@@ -178,7 +208,8 @@ class AgentSpec(BaseModel):
         """The tools the spec names, on this spec's workspace; the user's from `registry`.
 
         Raises:
-            UserCodeError: One of the user's tools modules failed to import.
+            UserCodeError: One of the user's tools modules failed to import, or an MCP server
+                could not start (code `mcp_server_failed`).
         """
         from agent_core.tools.arithmetic import arithmetic_tools
         from agent_core.tools.calculator import calculator_tool
@@ -198,6 +229,9 @@ class AgentSpec(BaseModel):
         for name in dict.fromkeys(self.tools):
             if name in builders:
                 tools.extend(builders[name]())
+            elif name in self.mcp_servers:
+                user_code = self._needs(registry, what=f"MCP server {name!r}")
+                tools.extend(user_code.mcp_tools(name, spec=self.mcp_servers[name]))
             else:
                 user_code = self._needs(registry, what=f"tools module {name!r}")
                 tools.extend(user_code.tools_for(name, module=self.tool_modules.get(name)))
@@ -312,10 +346,12 @@ def _unknown_tool(name: str, *, looked_up: bool) -> str:
     if looked_up:
         return (
             f"unknown tool {name!r}: the built-in tools are {builtin}; register your own with "
-            f"`stepwise ui --tools {name}=MODULE` or under [tool.stepwise] tools"
+            f"`stepwise ui --tools {name}=MODULE` (or an MCP server with --mcp "
+            f'{name}="COMMAND ARGS"), or under [tool.stepwise] tools (or mcp)'
         )
     return (
         f"unknown tool {name!r}: the built-in tools are {builtin}; for a tools module of yours "
-        f"give its module in tool_modules, or build the spec from the registry that registers "
-        f"it (AgentSpec.from_registry(registry, tools=(..., {name!r})))"
+        f"give its module in tool_modules (an MCP server's command in mcp_servers), or build "
+        f"the spec from the registry that registers it (AgentSpec.from_registry(registry, "
+        f"tools=(..., {name!r})))"
     )

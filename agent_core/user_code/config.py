@@ -14,26 +14,35 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agent_core.errors import UserCodeError, UserError
+from agent_core.tools.mcp import check_server_spec
 from agent_core.tools.names import BUILTIN_TOOLS
 
 AGENTS_ENV = "STEPWISE_AGENTS"
 """JSON object `{"name": "target"}` of the agents given on the command line."""
 TOOLS_ENV = "STEPWISE_TOOLS"
 """JSON object `{"name": "module"}` of the tools modules given on the command line."""
+MCP_ENV = "STEPWISE_MCP"
+"""JSON object `{"name": "command or URL"}` of the MCP servers given on the command line."""
 PROJECT_FILES = ("pyproject.toml", "stepwise.toml")
 """Read in this order from the project folder; a later file's entries win."""
 RELOAD_HINT = 'then click "Reload my code" in the app (or restart `stepwise ui`)'
 
-EntryKind = Literal["agent", "tools"]
+EntryKind = Literal["agent", "tools", "mcp"]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _DOTTED_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-_TABLE_KINDS: dict[str, EntryKind] = {"agents": "agent", "tools": "tools"}
-_FLAGS: dict[EntryKind, str] = {"agent": "--agent NAME=TARGET", "tools": "--tools NAME=MODULE"}
+_TABLE_KINDS: dict[str, EntryKind] = {"agents": "agent", "tools": "tools", "mcp": "mcp"}
+_FLAGS: dict[EntryKind, str] = {
+    "agent": "--agent NAME=TARGET",
+    "tools": "--tools NAME=MODULE",
+    "mcp": "--mcp NAME=SERVER",
+}
 _EXAMPLES: dict[EntryKind, str] = {
     "agent": "--agent my_agent=my_agent.py:build_agent",
     "tools": "--tools my_tools=my_tools.py",
+    "mcp": '--mcp time="uvx mcp-server-time"',
 }
+_WHAT: dict[EntryKind, str] = {"agent": "agent", "tools": "tools", "mcp": "MCP server"}
 
 
 def is_file_ref(module: str) -> bool:
@@ -44,15 +53,28 @@ def is_file_ref(module: str) -> bool:
 def check_entry(name: str, value: str, *, kind: EntryKind) -> None:
     """Raise `UserError` unless `name` and `value` make a well-formed entry of `kind`.
 
-    Only the shape is checked, nothing is imported: a name is 1-64 letters, digits, `_`, `.`
-    or `-`; an agent target is `file.py:attr` or `package.module:attr`; a tools module is
-    `package.module` or `file.py`, under a name that is not a built-in tool's.
+    Only the shape is checked, nothing is imported or started: a name is 1-64 letters, digits,
+    `_`, `.` or `-`; an agent target is `file.py:attr` or `package.module:attr`; a tools module
+    is `package.module` or `file.py`, and an MCP server a command line or an `http(s)://` URL,
+    each under a name that is not a built-in tool's (tools modules and MCP servers are listed
+    beside the built-in tools).
     """
     if not _NAME_RE.match(name):
         raise UserError(
-            f"{kind} name {name!r} is not allowed: use 1-64 letters, digits, '_', '.' or '-', "
-            f"starting with a letter or digit ({_FLAGS[kind]})"
+            f"{_WHAT[kind]} name {name!r} is not allowed: use 1-64 letters, digits, '_', '.' or "
+            f"'-', starting with a letter or digit ({_FLAGS[kind]})"
         )
+    if kind == "mcp":
+        if name in BUILTIN_TOOLS:
+            raise UserError(
+                f"MCP server name {name!r} is a built-in tool's name: give the server another "
+                f"name, e.g. {_EXAMPLES['mcp']}"
+            )
+        try:
+            check_server_spec(value)
+        except UserError as exc:
+            raise UserError(f"MCP server {name!r}: {exc}, e.g. {_EXAMPLES['mcp']}") from None
+        return
     if kind == "tools":
         if name in BUILTIN_TOOLS:
             raise UserError(
@@ -101,9 +123,11 @@ def resolve_target(value: str, base: str | Path) -> str:
 def parse_entry(text: str, *, kind: EntryKind, base: str | Path | None = None) -> tuple[str, str]:
     """Split a command-line `NAME=TARGET` (or `NAME=MODULE`) and check its shape.
 
+    An MCP server's command is kept as typed: it runs in the project folder.
+
     Args:
-        text: What was typed after `--agent` or `--tools`.
-        kind: `agent` or `tools`.
+        text: What was typed after `--agent`, `--tools` or `--mcp`.
+        kind: `agent`, `tools` or `mcp`.
         base: The folder relative file paths are resolved against (default: the working one).
 
     Raises:
@@ -115,6 +139,8 @@ def parse_entry(text: str, *, kind: EntryKind, base: str | Path | None = None) -
         flag, _, shape = _FLAGS[kind].partition(" ")
         raise UserError(f"{flag} {text!r}: expected {shape}, e.g. {_EXAMPLES[kind]}")
     check_entry(name, value, kind=kind)
+    if kind == "mcp":
+        return name, value
     return name, resolve_target(value, base if base is not None else Path.cwd())
 
 
@@ -124,6 +150,7 @@ class Config:
 
     agents: dict[str, tuple[str, str]] = field(default_factory=dict)
     tools: dict[str, tuple[str, str]] = field(default_factory=dict)
+    mcp: dict[str, tuple[str, str]] = field(default_factory=dict)
     malformed: dict[tuple[EntryKind, str], UserCodeError] = field(default_factory=dict)
     """Entries with a usable name but a malformed target: listed with this error."""
     problems: list[UserCodeError] = field(default_factory=list)
@@ -131,7 +158,7 @@ class Config:
 
     def entries(self, kind: EntryKind) -> dict[str, tuple[str, str]]:
         """The well-formed entries of `kind`."""
-        return self.agents if kind == "agent" else self.tools
+        return {"agent": self.agents, "tools": self.tools, "mcp": self.mcp}[kind]
 
     def names(self, kind: EntryKind) -> list[str]:
         """Every name of `kind`, well-formed or not, sorted."""
@@ -146,7 +173,8 @@ class Config:
             if not isinstance(value, str):
                 self.problems.append(
                     UserCodeError(
-                        f"{source}: {kind} {name!r} must be a string, not {type(value).__name__}",
+                        f"{source}: {_WHAT[kind]} {name!r} must be a string, not "
+                        f"{type(value).__name__}",
                         target=source,
                     )
                 )
@@ -160,7 +188,20 @@ class Config:
                 else:
                     self.problems.append(error)
                 continue
-            into[name] = (resolve_target(value, base), source)
+            into[name] = (value if kind == "mcp" else resolve_target(value, base), source)
+
+    def check_shared_names(self) -> None:
+        """Mark an MCP server malformed when a tools module has its name.
+
+        A spec's `tools` names both, so one name cannot stand for two.
+        """
+        for name in sorted(self.mcp.keys() & self.tools.keys()):
+            spec, source = self.mcp.pop(name)
+            self.malformed[("mcp", name)] = UserCodeError(
+                f"{source}: MCP server {name!r} has the name of a tools module "
+                f"({self.tools[name][0]}): give one of them another name",
+                target=spec,
+            )
 
 
 def _read_table(path: Path, config: Config) -> Mapping[str, Any] | None:
@@ -186,8 +227,8 @@ def _read_project_file(path: Path, config: Config) -> None:
         kind = _TABLE_KINDS.get(key)
         if kind is None:
             message = (
-                f'{where}: unknown key {key!r}; use agents = {{name = "file.py:attr"}} and '
-                'tools = {name = "module"}'
+                f'{where}: unknown key {key!r}; use agents = {{name = "file.py:attr"}}, '
+                'tools = {name = "module"} and mcp = {name = "command or URL"}'
             )
             config.problems.append(UserCodeError(message, target=str(path)))
         elif not isinstance(value, dict):
@@ -197,7 +238,13 @@ def _read_project_file(path: Path, config: Config) -> None:
             config.add(value, kind=kind, source=str(path), base=path.parent)
 
 
-def read_config(project: Path, *, agents: Mapping[str, str], tools: Mapping[str, str]) -> Config:
+def read_config(
+    project: Path,
+    *,
+    agents: Mapping[str, str],
+    tools: Mapping[str, str],
+    mcp: Mapping[str, str] | None = None,
+) -> Config:
     """The project folder's files' entries, overridden by the command line's."""
     config = Config()
     for filename in PROJECT_FILES:
@@ -206,6 +253,8 @@ def read_config(project: Path, *, agents: Mapping[str, str], tools: Mapping[str,
             _read_project_file(path, config)
     config.add(agents, kind="agent", source="--agent", base=project)
     config.add(tools, kind="tools", source="--tools", base=project)
+    config.add(mcp or {}, kind="mcp", source="--mcp", base=project)
+    config.check_shared_names()
     return config
 
 
@@ -224,7 +273,8 @@ def env_entries(
         problems.append(
             UserCodeError(
                 f"${variable} must be a JSON object of name: target, not {raw[:80]!r}; start "
-                "the app with `stepwise ui --agent NAME=TARGET --tools NAME=MODULE`",
+                "the app with `stepwise ui --agent NAME=TARGET --tools NAME=MODULE "
+                '--mcp NAME="COMMAND ARGS"`',
                 target=variable,
             )
         )

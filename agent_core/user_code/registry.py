@@ -1,10 +1,11 @@
-"""The user's own agents and tools: a registry of `NAME=TARGET` entries, imported on demand.
+"""The user's own agents, tools and MCP servers: a registry of `NAME=TARGET` entries.
 
 Entries come from the project folder (the working folder): `[tool.stepwise]` in
 `pyproject.toml` and the top-level keys of `stepwise.toml` (both read; `stepwise.toml` wins),
-each with `agents = {name = "target"}` and `tools = {name = "module"}`; and from the
-`stepwise` command, which passes its `--agent` / `--tools` flags in `STEPWISE_AGENTS` /
-`STEPWISE_TOOLS` (JSON objects). The command's entries win over the files' of the same name.
+each with `agents = {name = "target"}`, `tools = {name = "module"}` and
+`mcp = {name = "command or URL"}`; and from the `stepwise` command, which passes its
+`--agent` / `--tools` / `--mcp` flags in `STEPWISE_AGENTS` / `STEPWISE_TOOLS` /
+`STEPWISE_MCP` (JSON objects). The command's entries win over the files' of the same name.
 
 - An agent target is `path/to/file.py:attr` or `package.module:attr`. `attr` is a
   `BaseAgentWorker`, or a factory returning one: called with the model chosen in the app
@@ -14,13 +15,18 @@ each with `agents = {name = "target"}` and `tools = {name = "module"}`; and from
   import its siblings.
 - A tools module (`package.module` or `path/to/file.py`) gives its `TOOLS` list of
   `BaseTool`s, else a `FunctionTool` for each public function defined in it.
+- An MCP server is a command line run in the project folder (`uvx mcp-server-time`), or the
+  URL of a streamable-HTTP endpoint; its tools are `agent_core.tools.mcp.McpTool`s. It starts
+  when first listed or built, and stays up until the next reload.
 
 One bad entry never breaks the others: listing gives each entry with its loaded object or
 its `UserCodeError`, whose `traceback` is the user's own (the loader's frames trimmed).
 
-`reload()` re-reads the project files and re-imports the user's modules without a restart.
+`reload()` re-reads the project files and re-imports the user's modules without a restart,
+and stops every MCP server, so the next use starts it again (a server that died comes back).
 A step already running finishes with the code it started with (its worker holds the old
-objects); runners built afterwards use the new code. Each reload gives a new `generation`,
+objects; a call to a stopped MCP server fails the step, which runs again on the new one);
+runners built afterwards use the new code. Each reload gives a new `generation`,
 so a cache of runners keyed by it (the app's) builds new ones. Re-imported are the modules
 the entries imported from outside the standard library and site-packages; installed
 packages are not, nor modules the user's code first imports later, while a step runs.
@@ -43,8 +49,10 @@ from agent_core.errors import UserCodeError, UserError
 from agent_core.extras import EXTRAS, install_line
 from agent_core.llms.base import LLM
 from agent_core.tools.base import BaseTool, FunctionTool
+from agent_core.user_code._mcp_entries import McpEntry, McpServers
 from agent_core.user_code.config import (
     AGENTS_ENV,
+    MCP_ENV,
     PROJECT_FILES,
     RELOAD_HINT,
     TOOLS_ENV,
@@ -62,10 +70,12 @@ from agent_core.workers.base import BaseAgentWorker
 
 __all__ = [
     "AGENTS_ENV",
+    "MCP_ENV",
     "PROJECT_FILES",
     "TOOLS_ENV",
     "AgentEntry",
     "EntryKind",
+    "McpEntry",
     "ToolsEntry",
     "UserCodeRegistry",
     "check_entry",
@@ -282,13 +292,14 @@ def _build_worker(entry: AgentEntry, llm: LLM, *, tool_approval: bool) -> BaseAg
 
 
 class UserCodeRegistry:
-    """The user's agents and tools modules, imported on first use and again after `reload()`.
+    """The user's agents, tools modules and MCP servers, loaded on first use and on `reload()`.
 
     Args:
         project: The project folder: its `pyproject.toml` / `stepwise.toml` are read, and
             relative file paths are resolved against it (default: the working folder).
         agents: The command line's agents, `{name: target}`; they win over the files'.
         tools: The command line's tools modules, `{name: module}`; they win likewise.
+        mcp: The command line's MCP servers, `{name: command or URL}`; they win likewise.
         problems: Errors found before the registry was made (a malformed environment).
     """
 
@@ -298,29 +309,36 @@ class UserCodeRegistry:
         project: str | Path | None = None,
         agents: Mapping[str, str] | None = None,
         tools: Mapping[str, str] | None = None,
+        mcp: Mapping[str, str] | None = None,
         problems: Iterable[UserCodeError] = (),
     ) -> None:
         self.project = Path(project if project is not None else Path.cwd()).resolve()
         self._cli = {"agent": dict(agents or {}), "tools": dict(tools or {})}
+        self._cli["mcp"] = dict(mcp or {})
         self._env_problems = tuple(problems)
         self._lock = threading.RLock()
+        self._servers = McpServers(self.project)
         self._read()
 
     @classmethod
     def from_environment(
         cls, *, project: str | Path | None = None, environ: Mapping[str, str] | None = None
     ) -> UserCodeRegistry:
-        """The project files' entries and those in `$STEPWISE_AGENTS` / `$STEPWISE_TOOLS`."""
+        """The project files' entries and those in `$STEPWISE_AGENTS` / `_TOOLS` / `_MCP`."""
         environ = os.environ if environ is None else environ
         problems: list[UserCodeError] = []
         agents = env_entries(AGENTS_ENV, environ, problems)
         tools = env_entries(TOOLS_ENV, environ, problems)
-        return cls(project=project, agents=agents, tools=tools, problems=problems)
+        mcp = env_entries(MCP_ENV, environ, problems)
+        return cls(project=project, agents=agents, tools=tools, mcp=mcp, problems=problems)
 
     def _read(self) -> None:
         with self._lock:
             self._config = read_config(
-                self.project, agents=self._cli["agent"], tools=self._cli["tools"]
+                self.project,
+                agents=self._cli["agent"],
+                tools=self._cli["tools"],
+                mcp=self._cli["mcp"],
             )
             self._agents: dict[str, AgentEntry] = {}
             self._tools: dict[str, ToolsEntry] = {}
@@ -347,6 +365,11 @@ class UserCodeRegistry:
         found = self._config.tools.get(name)
         return found[0] if found else None
 
+    def mcp_server(self, name: str) -> str | None:
+        """The registered command or URL of MCP server `name` (nothing is started)."""
+        found = self._config.mcp.get(name)
+        return found[0] if found else None
+
     def agents(self) -> tuple[AgentEntry, ...]:
         """Every registered agent, imported: each with its worker or factory, or its error."""
         return tuple(self._agent(name) for name in self._config.names("agent"))
@@ -354,6 +377,14 @@ class UserCodeRegistry:
     def tool_modules(self) -> tuple[ToolsEntry, ...]:
         """Every registered tools module, imported: each with its tools, or its error."""
         return tuple(self._tools_entry(name) for name in self._config.names("tools"))
+
+    def mcp_servers(self) -> tuple[McpEntry, ...]:
+        """Every registered MCP server, started: each with its tools, or its error."""
+        entries = {e.name: e for e in self._servers.entries(self._config.mcp)}
+        for (kind, name), error in self._config.malformed.items():
+            if kind == "mcp":
+                entries[name] = McpEntry(name, error.target, "config", error=error)
+        return tuple(entries[name] for name in sorted(entries))
 
     def build_agent(
         self, name: str, *, llm: LLM, target: str | None = None, tool_approval: bool = False
@@ -399,16 +430,43 @@ class UserCodeRegistry:
             raise entry.error
         return list(entry.tools)
 
-    def reload(self) -> int:
-        """Re-read the project files and forget the user's modules; the new generation.
+    def mcp_tools(self, name: str, *, spec: str | None = None) -> list[BaseTool]:
+        """The tools of MCP server `name`, started if need be; from `spec` when not registered.
 
-        The next listing or build imports the user's code again. Objects built before (the
-        workers of running steps) keep the code they were built with.
+        Raises:
+            UserCodeError: The server cannot be used (code `mcp_server_failed`), or its entry
+                is malformed.
+            UserError: `name` is not registered and no spec was recorded.
+        """
+        registered = self.mcp_server(name)
+        if registered is not None:
+            return self._servers.tools(name, registered, named=True)
+        malformed = self._config.malformed.get(("mcp", name))
+        if malformed is not None:
+            raise malformed
+        if spec is None:
+            raise UserError(
+                f"no MCP server named {name!r} is registered: start the app with `stepwise ui "
+                f'--mcp {name}="COMMAND ARGS"` or add it under [tool.stepwise] mcp'
+            )
+        return self._servers.tools(name, spec, named=False)
+
+    def reload(self) -> int:
+        """Re-read the project files, forget the user's modules, stop the MCP servers.
+
+        The next listing or build imports the user's code again and starts the servers anew;
+        the new generation is returned. Objects built before (the workers of running steps)
+        keep the code they were built with.
         """
         with self._lock:
             forget_user_modules()
+            self._servers.close_all()
             self._read()
             return self._generation
+
+    def close(self) -> None:
+        """Stop the MCP servers this registry started (a reload starts them again)."""
+        self._servers.close_all()
 
     # -- loading
 
@@ -506,25 +564,27 @@ class UserCodeRegistry:
 
 _default_lock = threading.Lock()
 _default: UserCodeRegistry | None = None
-_default_key: tuple[str, str, str] | None = None
+_default_key: tuple[str, ...] | None = None
 
 
 def default_registry() -> UserCodeRegistry:
     """The process's registry: the working folder's project files and the `stepwise` flags.
 
-    It is made anew, forgetting the old one's modules, when the working folder or
-    `$STEPWISE_AGENTS` / `$STEPWISE_TOOLS` change (tests do that; the app does not).
+    It is made anew, forgetting the old one's modules and stopping its MCP servers, when the
+    working folder or `$STEPWISE_AGENTS` / `_TOOLS` / `_MCP` change (tests do that; the app
+    does not).
     """
     global _default, _default_key
     try:
         folder = os.getcwd()
     except OSError:  # The working folder was deleted: keep the registry we have.
         folder = _default_key[0] if _default_key else str(Path.home())
-    key = (folder, os.environ.get(AGENTS_ENV, ""), os.environ.get(TOOLS_ENV, ""))
+    key = (folder, *(os.environ.get(name, "") for name in (AGENTS_ENV, TOOLS_ENV, MCP_ENV)))
     with _default_lock:
         if _default is None or key != _default_key:
             if _default is not None:  # Another project: its modules must not shadow these.
                 forget_user_modules()
+                _default.close()
             _default = UserCodeRegistry.from_environment(project=folder)
             _default_key = key
         return _default
