@@ -1,7 +1,8 @@
 """Create a task: its input, the agent (worker, model, tools), or a demo scenario in one click.
 
 The agent can be a built-in worker or one of the user's own (`stepwise ui --agent`,
-`[tool.stepwise]`), and the tools can include the user's tools modules.
+`[tool.stepwise]`), and the tools can include the user's tools modules and MCP servers
+(`--mcp`): an MCP server is picked by its name and brings all its tools, as a tools module does.
 """
 
 from __future__ import annotations
@@ -132,10 +133,6 @@ def _worker_label(choice: str) -> str:
     return WORKERS[choice]
 
 
-def _tool_label(name: str) -> str:
-    return name if name in TOOLS else f"{name} (your tools)"
-
-
 def _pick_worker(default: AgentSpec, registry: UserCodeRegistry, column: Any) -> str:
     """A built-in worker kind, or `agent:NAME` for one of the user's agents that loaded."""
     choices = [*WORKERS, *(USER_AGENT_PREFIX + e.name for e in registry.agents() if e.ok)]
@@ -149,11 +146,32 @@ def _pick_worker(default: AgentSpec, registry: UserCodeRegistry, column: Any) ->
     )
 
 
+def _tool_labels(registry: UserCodeRegistry) -> dict[str, str]:
+    """Each tool choice that can be picked now, and how the picker names it."""
+    labels = {name: name for name in TOOLS}
+    labels.update({e.name: f"{e.name} (your tools)" for e in registry.tool_modules() if e.ok})
+    for server in registry.mcp_servers():
+        if server.ok:
+            names = ", ".join(tool.name for tool in server.tools)
+            labels[server.name] = f"{server.name} (MCP: {names})"
+    return labels
+
+
 def _pick_tools(default: AgentSpec, registry: UserCodeRegistry) -> list[str]:
-    options = [*TOOLS, *(entry.name for entry in registry.tool_modules() if entry.ok)]
-    chosen = [name for name in default.tools if name in options]
+    labels = _tool_labels(registry)
+    chosen = [name for name in default.tools if name in labels]
+
+    def label(name: str) -> str:
+        return labels.get(name, name)
+
     return st.multiselect(
-        "Tools", options, default=chosen, format_func=_tool_label, key="form-tools"
+        "Tools",
+        list(labels),
+        default=chosen,
+        format_func=label,
+        key="form-tools",
+        help="Your tools modules and MCP servers follow the built-in tools; an MCP server "
+        "brings all its tools (their schemas are under Your agents, tools and MCP servers).",
     )
 
 
@@ -214,6 +232,7 @@ def _pick_agent(default: AgentSpec, registry: UserCodeRegistry) -> AgentSpec:
         "agent": agent,
         "agent_target": None,  # Filled in from the registry: the target as registered now.
         "tool_modules": {},
+        "mcp_servers": {},
     }
     if agent is None:
         update["worker"] = worker

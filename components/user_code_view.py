@@ -1,7 +1,9 @@
-"""The user's own agents and tools in the app: what loaded, what failed and why, and reload.
+"""The user's own agents, tools and MCP servers in the app: what loaded, what failed, reload.
 
-Targets, messages and tracebacks come from the user's files and code: they are shown with
-`st.text` and `st.code`, never through markdown.
+Targets, messages and tracebacks come from the user's files and code, and an MCP server's
+tool names, descriptions and schemas from the server: they are shown with `st.text`,
+`st.code` and `st.json`, never through markdown. "Reload my code" also stops every MCP
+server; the next listing starts it again, which is how a server that died comes back.
 """
 
 from __future__ import annotations
@@ -10,20 +12,22 @@ import streamlit as st
 
 from agent_core import user_code
 from agent_core.errors import UserCodeError
-from agent_core.user_code.registry import AgentEntry, ToolsEntry, UserCodeRegistry
+from agent_core.tools.mcp import McpToolMetadata
+from agent_core.user_code.registry import AgentEntry, McpEntry, ToolsEntry, UserCodeRegistry
 from components import state
 
 __all__ = ["RELOAD_HELP", "render_code_error", "render_user_code"]
 
 RELOAD_HELP = (
-    "Imports your agents and tools again from their files, and re-reads pyproject.toml / "
-    "stepwise.toml, without restarting the app. A step already running finishes with the code "
-    "it started with; the next steps of every task use the reloaded code."
+    "Imports your agents and tools again from their files, restarts your MCP servers, and "
+    "re-reads pyproject.toml / stepwise.toml, without restarting the app. A step already "
+    "running finishes with the code it started with; the next steps of every task use the "
+    "reloaded code."
 )
 _NONE_YET = (
     "None yet. Start the app with `stepwise ui --agent NAME=my_agent.py:build_agent --tools "
-    "NAME=my_tools.py` in your project folder, or list them under `[tool.stepwise]` in its "
-    "pyproject.toml (see examples/README.md)."
+    'NAME=my_tools.py --mcp NAME="COMMAND ARGS"` in your project folder, or list them under '
+    "`[tool.stepwise]` in its pyproject.toml (see examples/README.md)."
 )
 
 
@@ -50,18 +54,36 @@ def _render_tools(entry: ToolsEntry) -> None:
         render_code_error(entry.error, headline="Your tools could not be loaded:")
 
 
-def _reload() -> None:
+def _render_mcp(entry: McpEntry) -> None:
+    if entry.error is not None:
+        headline = (
+            "Your MCP server stopped:" if entry.tools else "Your MCP server could not be started:"
+        )
+        render_code_error(entry.error, headline=headline)
+        return
+    names = ", ".join(tool.name for tool in entry.tools)
+    st.text(f"MCP server {entry.name} ({names}): {entry.spec}")
+    for tool in entry.tools:
+        metadata = tool.metadata
+        read_only = isinstance(metadata, McpToolMetadata) and metadata.read_only
+        effect = "read-only" if read_only else "may change things: undo cannot take a call back"
+        st.text(f"  {tool.name} ({effect}): {metadata.description}")
+        st.json(metadata.to_spec().parameters, expanded=False)
+
+
+def _reload(*, servers: bool) -> None:
     user_code.reload()
-    state.push_notice("success", "Reloaded your agents and tools.")
+    restarted = ", and restarted your MCP servers" if servers else ""
+    state.push_notice("success", f"Reloaded your agents and tools{restarted}.")
 
 
 def render_user_code(registry: UserCodeRegistry) -> None:
-    """The user's agents and tools modules, each loaded or with its error, and Reload."""
-    agents, tools = registry.agents(), registry.tool_modules()
+    """The user's agents, tools modules and MCP servers, each with its error if any; Reload."""
+    agents, tools, servers = registry.agents(), registry.tool_modules(), registry.mcp_servers()
     problems = registry.problems
-    failed = bool(problems) or any(not entry.ok for entry in (*agents, *tools))
-    with st.expander("Your agents and tools", expanded=failed):
-        if not (agents or tools or problems):
+    failed = bool(problems) or any(not entry.ok for entry in (*agents, *tools, *servers))
+    with st.expander("Your agents, tools and MCP servers", expanded=failed):
+        if not (agents or tools or servers or problems):
             st.caption(_NONE_YET)
         for problem in problems:
             render_code_error(problem, headline="Your Stepwise settings have a problem:")
@@ -69,6 +91,8 @@ def render_user_code(registry: UserCodeRegistry) -> None:
             _render_agent(agent)
         for module in tools:
             _render_tools(module)
+        for server in servers:
+            _render_mcp(server)
         if st.button("Reload my code", key="form-reload", help=RELOAD_HELP):
-            _reload()
+            _reload(servers=bool(servers))
             st.rerun()

@@ -22,15 +22,21 @@ Your agents and tools:
                         chosen in the app (def build_agent(llm)) or nothing.
   --tools NAME=MODULE   MODULE is path/to/file.py or package.module: its TOOLS list, else its
                         public functions, become tools for the built-in workers.
+  --mcp NAME=SERVER     SERVER is an MCP server's command line, run in this folder and spoken
+                        to over stdio ("uvx mcp-server-time"), or the URL of its streamable-
+                        HTTP endpoint (http://127.0.0.1:8000/mcp): its tools join the form's
+                        Tools beside the built-in ones (needs the mcp extra).
   File paths are relative to this folder. Entries can also live in this folder's
   pyproject.toml, under [tool.stepwise]:
       agents = { my_agent = "my_agent.py:build_agent" }
       tools = { my_tools = "my_tools.py" }
-  (or at the top level of stepwise.toml); --agent and --tools win over them.
+      mcp = { time = "uvx mcp-server-time" }
+  (or at the top level of stepwise.toml); --agent, --tools and --mcp win over them.
 
 Examples:
   stepwise ui
   stepwise ui --agent my_agent=my_agent.py:build_agent --tools my_tools=my_tools.py
+  stepwise ui --mcp time="uvx mcp-server-time --local-timezone UTC"
   stepwise ui --db runs.db --port 8502
 
 The app needs Stepwise's app extra: pip install "stepwise[app]".
@@ -38,7 +44,7 @@ The app needs Stepwise's app extra: pip install "stepwise[app]".
 
 
 def _entry(kind: EntryKind) -> Callable[[str], tuple[str, str]]:
-    """An argparse `type` for `--agent` / `--tools`: the checked `(name, target)`."""
+    """An argparse `type` for `--agent` / `--tools` / `--mcp`: the checked `(name, target)`."""
 
     def parse(text: str) -> tuple[str, str]:
         try:
@@ -80,6 +86,7 @@ process's environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...), never from a req
 Examples:
   stepwise serve
   stepwise serve --port 8000 --agent my_agent=my_agent.py:build_agent
+  stepwise serve --mcp time="uvx mcp-server-time"
   STEPWISE_API_TOKEN=... stepwise serve --host 0.0.0.0
 
 Then open http://127.0.0.1:8000/docs.
@@ -143,6 +150,16 @@ def _add_shared_arguments(command: argparse.ArgumentParser, *, default_port: int
         metavar="NAME=MODULE",
         help="your tools module, e.g. my_tools=my_tools.py (repeatable)",
     )
+    command.add_argument(
+        "--mcp",
+        dest="mcp",
+        action="append",
+        default=[],
+        type=_entry("mcp"),
+        metavar="NAME=SERVER",
+        help='an MCP server whose tools join the form: a command, e.g. time="uvx '
+        'mcp-server-time", or a URL, e.g. docs=http://127.0.0.1:8000/mcp (repeatable)',
+    )
     command.set_defaults(command_parser=command)  # Its errors show its own usage line.
 
 
@@ -179,16 +196,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _services(args)
     agents = _by_name(args.command_parser, args.agents, "--agent")
     tools = _by_name(args.command_parser, args.tools, "--tools")
+    mcp = _by_name(args.command_parser, args.mcp, "--mcp")
     try:
         if args.command == "serve":
             from stepwise.cli.serve import run_server
 
             return run_server(
-                host=args.host, port=args.port, db=args.db, agents=agents, tools=tools
+                host=args.host, port=args.port, db=args.db, agents=agents, tools=tools, mcp=mcp
             )
         from stepwise.cli.ui import run_ui
 
-        return run_ui(port=args.port, db=args.db, agents=agents, tools=tools)
+        return run_ui(port=args.port, db=args.db, agents=agents, tools=tools, mcp=mcp)
     except AgentCoreError as exc:
         print(f"stepwise {args.command}: {exc}", file=sys.stderr)
         return 1

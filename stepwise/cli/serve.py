@@ -22,8 +22,11 @@ def run_server(
     db: Path | None,
     agents: Mapping[str, str],
     tools: Mapping[str, str],
+    mcp: Mapping[str, str] | None = None,
 ) -> int:
     """Serve until stopped (Ctrl+C, SIGTERM); the exit status.
+
+    MCP servers (`mcp`, `{name: command or URL}`) start when a task first uses them.
 
     Raises:
         UserError: `host` is not a loopback address and no token is set.
@@ -38,7 +41,7 @@ def run_server(
     settings = ServerSettings()
     check_exposure(host, settings.token)
     # The registry and the store read the same variables as the app's.
-    os.environ.update(ui_environment(db=db, agents=agents, tools=tools))
+    os.environ.update(ui_environment(db=db, agents=agents, tools=tools, mcp=mcp))
     settings = ServerSettings()
     port = port or DEFAULT_PORT
     where = os.environ.get(DB_ENV, "stepwise.db")

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agent_core.extras import require
-from agent_core.user_code.registry import AGENTS_ENV, TOOLS_ENV
+from agent_core.user_code.registry import AGENTS_ENV, MCP_ENV, TOOLS_ENV
 from stepwise.app import entry_script
 from stepwise.app.config import streamlit_flags
 
@@ -44,18 +44,19 @@ def ui_environment(
     db: Path | None,
     agents: Mapping[str, str],
     tools: Mapping[str, str],
+    mcp: Mapping[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The app's environment: `environ` with the database and the command's entries set.
 
-    Entries are passed as JSON objects in `$STEPWISE_AGENTS` / `$STEPWISE_TOOLS`, which the
-    app's registry (`agent_core.user_code.registry`) reads; unset when there are none, so that the
-    project file's entries are all there is.
+    Entries are passed as JSON objects in `$STEPWISE_AGENTS` / `$STEPWISE_TOOLS` /
+    `$STEPWISE_MCP`, which the app's registry (`agent_core.user_code.registry`) reads; unset
+    when there are none, so that the project file's entries are all there is.
     """
     env = dict(os.environ if environ is None else environ)
     if db is not None:
         env[DB_ENV] = str(db)
-    for variable, entries in ((AGENTS_ENV, agents), (TOOLS_ENV, tools)):
+    for variable, entries in ((AGENTS_ENV, agents), (TOOLS_ENV, tools), (MCP_ENV, mcp or {})):
         if entries:
             env[variable] = json.dumps(dict(entries))
         else:
@@ -64,16 +65,23 @@ def ui_environment(
 
 
 def run_ui(
-    *, port: int | None, db: Path | None, agents: Mapping[str, str], tools: Mapping[str, str]
+    *,
+    port: int | None,
+    db: Path | None,
+    agents: Mapping[str, str],
+    tools: Mapping[str, str],
+    mcp: Mapping[str, str] | None = None,
 ) -> int:
     """Start the app in this process's place (POSIX) or as a child; its exit status.
+
+    The app starts the MCP servers (`mcp`, `{name: command or URL}`) when it first lists them.
 
     Raises:
         MissingExtraError: Streamlit (or another package of the app extra) is not installed.
     """
     require("app", feature="stepwise ui")
     command = streamlit_command(port=port)
-    env = ui_environment(db=db, agents=agents, tools=tools)
+    env = ui_environment(db=db, agents=agents, tools=tools, mcp=mcp)
     where = env.get(DB_ENV, "stepwise.db")
     print(f"Stepwise: project folder {Path.cwd()}, database {where}", file=sys.stderr, flush=True)
     if os.name == "posix":
