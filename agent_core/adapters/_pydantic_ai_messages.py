@@ -1,10 +1,12 @@
 """pydantic-ai's messages in Stepwise's words, and a window on what its model is sent.
 
 `chat_messages` turns pydantic-ai's `ModelMessage`s into `ChatMessage`s for the memory view,
-the step's "messages sent" and the preview. `RequestCapture` is a pydantic-ai capability that
-wraps whichever model serves a request (`get_wrapper_model`, called after every other hook
-prepared the request), so it sees exactly the messages, instructions and tools the model gets;
-for a preview it stops the run right there, before anything is sent.
+the step's "messages sent" and the preview. `SentRequest` is what one request sent,
+read from the `ModelRequestNode` once it ran. For a preview, `RequestCapture`, a pydantic-ai
+capability, wraps whichever model serves the request (`get_wrapper_model`, called after every
+other hook prepared it), notes the messages the model gets and stops the run right there,
+before anything is sent. (A capability costs every request pydantic-ai's hook machinery, so
+only previews use one.)
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
@@ -148,6 +150,26 @@ class SentRequest:
     messages: list[ModelMessage]
     instructions: str | None
 
+    @classmethod
+    def of(
+        cls, messages: Sequence[ModelMessage], parameters: ModelRequestParameters
+    ) -> SentRequest:
+        """The request a model gets as `messages` with `parameters` (which hold instructions)."""
+        parts = parameters.instruction_parts
+        instructions = InstructionPart.join(parts) if parts else _history_instructions(messages)
+        return cls(list(messages), instructions)
+
+    @classmethod
+    def of_context(cls, context: ModelRequestContext | None) -> SentRequest | None:
+        """The request a `ModelRequestNode` sent, from its `last_request_context`.
+
+        pydantic-ai sets it just before the model is called, with the messages as the model's
+        own `prepare_messages` left them: what went to the model.
+        """
+        if context is None:
+            return None
+        return cls.of(context.messages, context.model_request_parameters)
+
     def as_chat(self) -> list[ChatMessage]:
         """The request as `ChatMessage`s, instructions and system prompt first."""
         return chat_messages(self.messages, system=True, instructions=self.instructions)
@@ -155,7 +177,7 @@ class SentRequest:
 
 @dataclass(init=False)
 class _CapturingModel(WrapperModel):
-    """The serving model, noting each request it gets (and, for a preview, sending none)."""
+    """The serving model, noting the request it gets and sending none."""
 
     capture: RequestCapture
 
@@ -169,12 +191,8 @@ class _CapturingModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        parts = model_request_parameters.instruction_parts
-        instructions = InstructionPart.join(parts) if parts else _history_instructions(messages)
-        self.capture.sent.append(SentRequest(list(messages), instructions))
-        if self.capture.preview:
-            raise PreviewStop
-        return await super().request(messages, model_settings, model_request_parameters)
+        self.capture.sent.append(SentRequest.of(messages, model_request_parameters))
+        raise PreviewStop
 
 
 def _history_instructions(messages: Sequence[ModelMessage]) -> str | None:
@@ -186,13 +204,8 @@ def _history_instructions(messages: Sequence[ModelMessage]) -> str | None:
 
 @dataclass
 class RequestCapture(AbstractCapability[Any]):
-    """A run capability that records each model request as the model receives it.
+    """A run capability that records the model request about to be sent, and stops the run."""
 
-    Args:
-        preview: Stop the run (`PreviewStop`) instead of sending the request.
-    """
-
-    preview: bool = False
     sent: list[SentRequest] = field(default_factory=list)
 
     def get_wrapper_model(self, model: Model) -> Model | None:

@@ -52,11 +52,13 @@ from typing import Any
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.agent import AbstractAgent, AgentRun
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
+from pydantic_ai.usage import RunUsage
 from pydantic_core import to_jsonable_python
 
 from agent_core.adapters._pydantic_ai_messages import (
     PreviewStop,
     RequestCapture,
+    SentRequest,
     chat_messages,
     describe_calls,
     tool_outputs,
@@ -161,12 +163,12 @@ class PydanticAIWorker(BaseAgentWorker):
     ) -> TaskStepOutput:
         record = _start(task)
         text = _step_text(step)
-        capture = RequestCapture()
-        before = copy.deepcopy(record.usage)
+        before = record.usage  # The run counts on a copy (see _iter).
         sent_at = len(record.messages) - (1 if record.pending_request else 0)
-        async with self._iter(record, text, capture=capture) as run:
-            node = await _request_node(run, step, record, record.take_feedback(task))
-            node = await run.next(node)
+        async with self._iter(record, text) as run:
+            request_node = await _request_node(run, step, record, record.take_feedback(task))
+            node = await run.next(request_node)
+            sent = SentRequest.of_context(request_node.last_request_context)
             response = node.model_response if Agent.is_call_tools_node(node) else None
             if response is not None and not _runnable(self._classify(run, response)):
                 node = await run.next(node)  # No call to run: the reply ends the run, or retries.
@@ -175,11 +177,11 @@ class PydanticAIWorker(BaseAgentWorker):
         if text is not None:
             task.memory.put(ChatMessage(role="user", content=text))
         task.memory.put_messages(chat_messages(record.messages[sent_at + 1 :]))
-        return self._finish(step, task, record, settled, usage, response, capture)
+        return self._finish(step, task, record, settled, usage, response, sent)
 
     async def _preview(self, step: TaskStep, task: Task) -> list[ChatMessage]:
         record = _start(task)
-        capture = RequestCapture(preview=True)
+        capture = RequestCapture()
         try:
             async with self._iter(record, _step_text(step), capture=capture) as run:
                 node = await _request_node(run, step, record, record.take_feedback(task))
@@ -198,7 +200,7 @@ class PydanticAIWorker(BaseAgentWorker):
         settled: _Settled,
         usage: Usage,
         response: ModelResponse | None,
-        capture: RequestCapture,
+        sent: SentRequest | None,
     ) -> TaskStepOutput:
         if settled.is_last:
             record.output = settled.output
@@ -210,7 +212,6 @@ class PydanticAIWorker(BaseAgentWorker):
             output = response.text or describe_calls(record.batch.calls)
         else:
             output = response.text if response is not None else ""
-        sent = capture.last
         return TaskStepOutput(
             output=output,
             task_step=step,
@@ -236,7 +237,7 @@ class PydanticAIWorker(BaseAgentWorker):
         if not step.step_state.get(_RUNS_BATCH):
             record.save(task)
             return TaskStepOutput(output=_describe_decisions(decided, batch), task_step=step)
-        before = copy.deepcopy(record.usage)
+        before = record.usage  # The run counts on a copy (see _iter).
         history = record.messages
         results = batch.results(record.answered())
         async with self._iter(record, None, results=results) as run:
@@ -287,7 +288,7 @@ class PydanticAIWorker(BaseAgentWorker):
             prompt if record.pending_request is None else None,
             message_history=list(history),
             deferred_tool_results=results,
-            usage=copy.deepcopy(record.usage),
+            usage=_copied(record.usage),
             capabilities=[capture] if capture is not None else None,
             infer_name=False,
         )
@@ -540,7 +541,14 @@ def _describe_results(outputs: list[Any]) -> str:
     return "\n".join(f"{out.tool_name}: {out.content}" for out in outputs)
 
 
-def _usage(after: Any, before: Any) -> Usage:
+def _copied(usage: RunUsage) -> RunUsage:
+    """A copy of `usage` for a run to count on (its only mutable field is `details`)."""
+    counted = copy.copy(usage)
+    counted.details = dict(usage.details)
+    return counted
+
+
+def _usage(after: RunUsage, before: RunUsage) -> Usage:
     """What pydantic-ai's `RunUsage` grew by in this step, as Stepwise's `Usage`."""
     delta = after - before
     return Usage(
