@@ -101,6 +101,12 @@ ERROR_CODES: Mapping[str, str] = {
     "skip, a rejection or feedback); `reason` says why",
     "model_stream_broken": "the model's server opened a reply stream and closed it before "
     "sending anything (`server`)",
+    "mcp_server_failed": "an MCP server (`server`, run as or reached at `spec`) could not start "
+    "or be reached, or stopped (`detail`; `stderr`: what it wrote since its last answer, when "
+    "anything; `tool`: the call that did not run, as a step's cause); it stays so until the "
+    "user's code is reloaded, which starts it again",
+    "mcp_call_timeout": "an MCP server (`server`) did not answer a call of `tool` within "
+    "`timeout_s` s; it still runs, so the step can run again",
 }
 """Every code an `AgentCoreError` carries, with what it means (its `params` in backticks).
 
