@@ -64,7 +64,7 @@ from agent_core.adapters._pydantic_ai_messages import (
     tool_outputs,
 )
 from agent_core.adapters._pydantic_ai_state import Batch, Call, Decision, RunRecord
-from agent_core.errors import StepError, UserError
+from agent_core.errors import AgentCoreError, StepError, UserError
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.runtime.loop import run_sync
 from agent_core.types import StepAction, StepKind, Task, TaskStep, TaskStepOutput
@@ -186,9 +186,16 @@ class PydanticAIWorker(BaseAgentWorker):
             async with self._iter(record, _step_text(step), capture=capture) as run:
                 node = await _request_node(run, step, record, record.take_feedback(task))
                 await run.next(node)
+        except AgentCoreError:
+            raise
         except BaseException as exc:
-            if not _stopped_for_preview(exc):
-                raise
+            if _stopped_for_preview(exc):
+                pass
+            elif isinstance(exc, Exception):
+                # A preview must not break the page that draws it: say what pydantic-ai said.
+                raise UserError(f"pydantic-ai could not build the next request: {exc!r}") from exc
+            else:
+                raise  # Cancellation and the like.
         sent = capture.last
         return sent.as_chat() if sent is not None else []
 
