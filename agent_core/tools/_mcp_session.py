@@ -111,6 +111,8 @@ class Session:
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
         from pydantic import ValidationError
 
+        if self._keeper.done():  # The client's context ended under it: nothing to call.
+            raise self._lost("stopped (its session ended)")
         try:
             async with asyncio.timeout(seconds):
                 result = await self._client.call_tool(name, arguments, read_timeout_seconds=seconds)
@@ -120,6 +122,8 @@ class Session:
             if exc.code != CONNECTION_CLOSED:
                 return CallResult(f"Error: {name}: {exc.message}", is_error=True, ran=False)
             raise self._lost("stopped (its connection closed)") from None
+        except TimeoutError:  # An OSError too: not a lost connection, the server still runs.
+            raise
         except ValidationError as exc:
             detail = f"its reply did not follow the MCP protocol ({exc.error_count()} errors)"
             return CallResult(f"Error: {name}: {detail}", is_error=True, ran=True)

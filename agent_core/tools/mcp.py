@@ -349,10 +349,12 @@ class McpServer:
             self._failure = str(exc)
             raise
         with self._lock:
-            if self._closed:  # Closed while it started: do not leave it running.
-                await session.close()
-                raise _mcp_session.SessionFailed(self._failure or _RELOADED)
-            self._session = session
+            closed = self._closed
+            if not closed:
+                self._session = session
+        if closed:  # Closed while it started: do not leave it running.
+            await session.close()
+            raise _mcp_session.SessionFailed(self._failure or _RELOADED)
         self._mark_stderr()
         return [McpTool(self, self._metadata(listed)) for listed in session.tools]
 

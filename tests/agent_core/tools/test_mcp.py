@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_core import AgentRunner, StepKind, StepStatus
+from agent_core import AgentRunner, OnTool, StepKind, StepStatus
 from agent_core.errors import StepError, ToolError, UserCodeError
 from agent_core.llms import ChatMessage, ChatResponse, FunctionLLM, ScriptedLLM, ToolCall
 from agent_core.llms.base import ToolSpec
@@ -189,6 +189,21 @@ def test_a_rejected_call_never_reaches_the_server(shared):
     assert tool_messages == ["The user rejected the call of get_current_time: Use Tokyo time."]
 
 
+def test_a_breakpoint_holds_the_call_and_the_server_runs_it_as_edited(shared):
+    llm = time_model()
+    runner = AgentRunner(FunctionCallingAgentWorker(shared.tools(), llm))
+    task = runner.create_task(QUESTION)
+    held = runner.run_until(task.task_id, stop=OnTool("get_current_time"))
+    assert held.reason == "breakpoint"
+    (call_step, _) = runner.get_upcoming_steps(task.task_id)
+    assert call_step.step_state.get("held") and not call_step.needs_approval
+    edited = {"tool": "get_current_time", "args": {"timezone": "Asia/Tokyo"}}
+    out = runner.run_step(task.task_id, step_id=call_step.step_id, input=edited)
+    assert json.loads(out.tool_calls[0].content)["timezone"] == "Asia/Tokyo"
+    assert runner.run_until(task.task_id).reason == "last_step"
+    assert '"Asia/Tokyo"' in llm.requests[-1][-1].content  # It read the edited call's result.
+
+
 def test_a_killed_server_fails_the_step_readably_and_a_reload_restarts_it(registry, pidfile):
     store = InMemoryStore()
     llm = time_model()
@@ -274,11 +289,16 @@ async def test_a_call_to_a_closed_server_is_a_typed_error(server):
 # -- streamable HTTP, and a tool that changes things
 
 
-def _notes_app(notes: list[str]):
+def _notes_app(notes: list[str], release: threading.Event):
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
 
     server = MCPServer("notes")
+
+    @server.tool(description="Answers once the test lets it.")
+    def hang() -> str:
+        release.wait(timeout=60)
+        return "released"
 
     @server.tool(description="Add a note to the shared list.")
     def add_note(text: str) -> str:
@@ -295,28 +315,30 @@ def _notes_app(notes: list[str]):
 
 
 @pytest.fixture
-def notes_url() -> Iterator[tuple[str, list[str]]]:
+def notes_url() -> Iterator[tuple[str, list[str], threading.Event]]:
     import uvicorn
 
     notes: list[str] = []
+    release = threading.Event()
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]
-    config = uvicorn.Config(_notes_app(notes), log_level="warning", lifespan="on")
+    config = uvicorn.Config(_notes_app(notes, release), log_level="warning", lifespan="on")
     served = uvicorn.Server(config)
     thread = threading.Thread(target=served.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
     wait_until(lambda: served.started, "the notes server's start")
     try:
-        yield f"http://127.0.0.1:{port}/mcp", notes
+        yield f"http://127.0.0.1:{port}/mcp", notes, release
     finally:
+        release.set()
         served.should_exit = True
         thread.join(timeout=15)
         listener.close()
 
 
 def test_a_streamable_http_server_and_undo_warns_about_a_tool_that_changes_things(notes_url):
-    url, notes = notes_url
+    url, notes, _ = notes_url
     server = McpServer("notes", url)
     try:
         tools = {tool.name: tool for tool in server.tools()}
@@ -341,6 +363,32 @@ def test_a_streamable_http_server_and_undo_warns_about_a_tool_that_changes_thing
         assert undone["count_notes"] == []  # Read-only: nothing to take back.
     finally:
         server.close()
+
+
+async def test_a_call_with_no_answer_in_time_is_a_typed_error_and_the_server_goes_on(notes_url):
+    url, _, release = notes_url
+    server = McpServer("notes", url, call_timeout=1)
+    try:
+        tools = {tool.name: tool for tool in server.tools()}
+        with pytest.raises(ToolError) as late:
+            await tools["hang"].acall({})
+        assert late.value.code == "mcp_call_timeout" and late.value.remedy == "retry"
+        assert late.value.params == {"server": "notes", "timeout_s": 1, "tool": "hang"}
+        release.set()
+        assert server.failure is None
+        assert (await tools["count_notes"].acall({})).content == "0"
+    finally:
+        server.close()
+
+
+def test_a_server_that_never_answers_fails_to_start_within_its_time(tmp_path):
+    server = McpServer("mute", "sleep 120", cwd=tmp_path, start_timeout=1)
+    try:
+        with pytest.raises(UserCodeError) as mute:
+            server.tools()
+    finally:
+        server.close()
+    assert mute.value.params["detail"] == "could not start: no answer within 1 s"
 
 
 def test_an_http_server_that_is_not_there_is_a_clear_error():
