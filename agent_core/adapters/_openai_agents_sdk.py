@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import inspect
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -27,7 +27,10 @@ from agents import (
     HandoffInputData,
     InputGuardrailTripwireTriggered,
     Model,
+    ModelBehaviorError,
+    ModelResponse,
     ModelSettings,
+    ModelTracing,
     MultiProvider,
     OutputGuardrailTripwireTriggered,
     RunContextWrapper,
@@ -35,12 +38,13 @@ from agents import (
     ToolInputGuardrailTripwireTriggered,
     ToolOutputGuardrailData,
     ToolOutputGuardrailTripwireTriggered,
+    Usage,
     handoff,
     trace,
 )
 from agents.tool import Tool, invoke_function_tool
 from agents.tool_context import ToolContext
-from openai.types.responses import ResponseFunctionToolCall
+from openai.types.responses import ResponseCompletedEvent, ResponseFunctionToolCall
 
 from agent_core.adapters._openai_agents_items import Item, jsonable, user_item
 from agent_core.errors import UserError
@@ -54,12 +58,14 @@ __all__ = [
     "filtered_input",
     "hook_context",
     "invoke_tool",
+    "model_response",
     "needs_approval",
     "no_tracing",
     "prepare_turn",
     "run_input_guardrails",
     "run_output_guardrails",
     "stops_at",
+    "stream_model_response",
     "tools_final_output",
 ]
 
@@ -166,6 +172,60 @@ async def prepare_turn(
         settings=settings,
         model=model,
     )
+
+
+async def model_response(
+    turn: Turn, items: list[Item], *, on_delta: Callable[[str], None] | None = None
+) -> ModelResponse:
+    """The model's reply to one turn; streamed, its text deltas to `on_delta`, when given."""
+    request = (
+        turn.system,
+        items,
+        turn.settings,
+        turn.tools,
+        turn.output_schema,
+        turn.handoffs,
+        ModelTracing.DISABLED,
+    )
+    options = {"previous_response_id": None, "conversation_id": None, "prompt": turn.prompt}
+    if on_delta is None:
+        return await turn.model.get_response(*request, **options)  # type: ignore[arg-type]
+    return await stream_model_response(
+        turn.model.stream_response(*request, **options),  # type: ignore[arg-type]
+        on_delta=on_delta,
+    )
+
+
+async def stream_model_response(
+    events: AsyncIterator[Any], *, on_delta: Callable[[str], None]
+) -> ModelResponse:
+    """The `ModelResponse` a model's stream ends with, as the SDK's streamed run builds it."""
+    final, done_items = None, []
+    async with contextlib.aclosing(events) as stream:  # type: ignore[type-var]
+        async for event in stream:
+            kind = getattr(event, "type", "")
+            if kind == "response.output_text.delta":
+                on_delta(event.delta)
+            elif kind == "response.output_item.done":
+                done_items.append(event.item)
+            elif isinstance(event, ResponseCompletedEvent):
+                final = event.response
+            elif kind in ("response.incomplete", "response.failed", "error", "response.error"):
+                raise ModelBehaviorError(f"the model's stream ended with {kind}")
+    if final is None:
+        raise ModelBehaviorError("Model did not produce a final response!")
+    usage = (
+        Usage(
+            requests=1,
+            input_tokens=final.usage.input_tokens,
+            output_tokens=final.usage.output_tokens,
+            total_tokens=final.usage.total_tokens,
+        )
+        if final.usage is not None
+        else Usage(requests=1)
+    )
+    # Some backends leave the completed response's output empty and send items one by one.
+    return ModelResponse(output=final.output or done_items, usage=usage, response_id=final.id)
 
 
 async def handoffs_of(agent: Agent[Any], context: RunContextWrapper[Any]) -> list[Handoff]:

@@ -43,13 +43,13 @@ from agents import (
     ItemHelpers,
     ModelRefusalError,
     ModelResponse,
-    ModelTracing,
     MultiProvider,
     RunContextWrapper,
 )
 from agents.run_config import DEFAULT_MAX_TURNS
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage
 
+from agent_core._tokens import estimate_tokens
 from agent_core.adapters._openai_agents_items import (
     Item,
     as_chat_messages,
@@ -70,6 +70,7 @@ from agent_core.adapters._openai_agents_sdk import (
     handoffs_of,
     hook_context,
     invoke_tool,
+    model_response,
     needs_approval,
     no_tracing,
     prepare_turn,
@@ -87,8 +88,14 @@ from agent_core.adapters._openai_agents_turns import (
     turn_input,
     turn_name,
 )
+from agent_core.effects import current_step
 from agent_core.errors import StepError, UserError
-from agent_core.events import EventSink, ToolCallFinishedEvent, ToolCallStartedEvent
+from agent_core.events import (
+    EventSink,
+    TokenDeltaEvent,
+    ToolCallFinishedEvent,
+    ToolCallStartedEvent,
+)
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.llms.pricing import PriceTable
 from agent_core.runtime.breakpoints import HOLD_TOOL
@@ -216,14 +223,13 @@ class OpenAIAgentsWorker(BaseAgentWorker):
                 params={"limit": self.max_turns},
             )
         await self._start_agent(agent, state, context, fed)
-        response = await self._ask_model(agent, turn, fed.items, context)
+        response, sent = await self._ask_model(agent, turn, fed, context, step, kwargs.get("emit"))
         new_items = jsonable(response.to_input_items())
         state["input"] = [*fed.items, *new_items]
         state["turns"] += 1
         for message in as_chat_messages(new_items):
             task.memory.put(message)
-        usage = self._usage(turn, response)
-        sent = as_chat_messages(fed.items, system=turn.system)
+        usage = self._usage(turn, response, sent)
         calls = [item for item in response.output if isinstance(item, ResponseFunctionToolCall)]
         _refuse_local_calls(response)
         if not calls:
@@ -257,23 +263,28 @@ class OpenAIAgentsWorker(BaseAgentWorker):
 
     @staticmethod
     async def _ask_model(
-        agent: Agent[Any], turn: Turn, items: list[Item], context: RunContextWrapper[Any]
-    ) -> ModelResponse:
-        await call_hook(agent, "on_llm_start", context, agent, turn.system, items)
-        response = await turn.model.get_response(
-            turn.system,
-            items,  # type: ignore[arg-type]  # JSON items are the SDK's TypedDicts.
-            turn.settings,
-            turn.tools,
-            turn.output_schema,
-            turn.handoffs,
-            ModelTracing.DISABLED,
-            previous_response_id=None,
-            conversation_id=None,
-            prompt=turn.prompt,
-        )
+        agent: Agent[Any],
+        turn: Turn,
+        fed: TurnInput,
+        context: RunContextWrapper[Any],
+        step: TaskStep,
+        emit: EventSink | None,
+    ) -> tuple[ModelResponse, list[ChatMessage]]:
+        """The model's reply, streamed to `emit` when someone listens, and what it was sent."""
+        sent = as_chat_messages(fed.items, system=turn.system)
+        running = current_step()
+        if running is not None:  # Kept with the step even if the call fails.
+            running.messages_sent = sent
+        await call_hook(agent, "on_llm_start", context, agent, turn.system, fed.items)
+        on_delta = None
+        if emit is not None:
+
+            def on_delta(delta: str) -> None:
+                emit(TokenDeltaEvent(step_id=step.step_id, delta=delta))
+
+        response = await model_response(turn, fed.items, on_delta=on_delta)
         await call_hook(agent, "on_llm_end", context, agent, response)
-        return response
+        return response, sent
 
     async def _answer(
         self,
@@ -382,11 +393,20 @@ class OpenAIAgentsWorker(BaseAgentWorker):
             step_state={"held": True} if held else {},
         )
 
-    def _usage(self, turn: Turn, response: ModelResponse) -> Usage:
-        usage = Usage(
-            prompt_tokens=response.usage.input_tokens,
-            completion_tokens=response.usage.output_tokens,
-        )
+    @staticmethod
+    def _usage(turn: Turn, response: ModelResponse, sent: list[ChatMessage]) -> Usage:
+        reported = response.usage
+        if reported.input_tokens or reported.output_tokens:
+            usage = Usage(
+                prompt_tokens=reported.input_tokens, completion_tokens=reported.output_tokens
+            )
+        else:  # A stream from a server that is not OpenAI's carries none unless asked.
+            replied = jsonable(response.to_input_items())
+            usage = Usage(
+                prompt_tokens=estimate_tokens("".join(m.content for m in sent)),
+                completion_tokens=estimate_tokens(json.dumps(replied)),
+                estimated=True,
+            )
         model_name = getattr(turn.model, "model", None)
         return _PRICES.with_cost(model_name, usage) if isinstance(model_name, str) else usage
 

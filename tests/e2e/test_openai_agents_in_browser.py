@@ -121,7 +121,9 @@ def test_an_agents_sdk_agent_stepped_in_the_browser_across_a_restart(
     page.get_by_text("Task finished.").wait_for(timeout=10_000)
     page.screenshot(path=ARTIFACTS / "openai-agents-after-restart.png", full_page=True)
 
-    # The last turn read the edited call's result, told that the person changed it.
+    # Every turn streamed (the app listens), and the last read the edited call's result, told
+    # that the person changed it.
+    assert [r.json.get("stream") for r in model_server.model_requests] == [True] * 3
     last = model_server.model_requests[-1].json["messages"][-1]
     assert last["role"] == "tool" and last["tool_call_id"] == "s1"
     assert last["content"].startswith("(The user changed this call to save_note with")

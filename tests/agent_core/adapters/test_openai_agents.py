@@ -28,6 +28,7 @@ from agent_core.adapters.openai_agents import (
     disconnect_mcp_servers,
 )
 from agent_core.errors import StepError, UserError
+from agent_core.events import TokenDeltaEvent
 from agent_core.runtime.breakpoints import OnTool
 from agent_core.runtime.loop import run_sync
 from agent_core.spec import AgentSpec
@@ -196,6 +197,37 @@ def test_calls_of_one_turn_run_together_and_the_next_turn_gets_every_result(proj
     assert runner.run_step(task.task_id).output == "2 and 4."
     results = [(m["tool_call_id"], m["content"]) for m in sent(server) if m["role"] == "tool"]
     assert results == [("c1", "2"), ("c2", "4")]  # In the model's order, whichever ran first.
+
+
+def test_a_streamed_turn_sends_its_tokens_as_they_come_and_ends_as_the_plain_one(project, server):
+    server.script(
+        Reply(text="Let me add.", tool_calls=[call("add", "c1", a=2, b=2)]),
+        Reply(text="Two and two make four."),
+    )
+    runner = build(project)
+    task = runner.create_task("2+2?")
+    events = list(runner.stream_step(task.task_id))
+    deltas = [e.delta for e in events if isinstance(e, TokenDeltaEvent)]
+    assert len(deltas) > 1 and "".join(deltas) == "Let me add."
+    first = events[-1].output
+    # The SDK asks only OpenAI's own API for usage in a stream: the counts are estimated.
+    assert first.output == "Let me add." and first.usage.estimated
+    assert first.usage.prompt_tokens > 0 and first.usage.completion_tokens > 0
+    assert [s.name for s in first.next_steps] == ["add", "Calculator turn 2"]
+    assert server.model_requests[-1].json["stream"] is True
+    tool_events = list(runner.stream_step(task.task_id))
+    assert [type(e).__name__ for e in tool_events] == [
+        "StepStartedEvent",
+        "ToolCallStartedEvent",
+        "ToolCallFinishedEvent",
+        "StepCompletedEvent",
+    ]
+    last = list(runner.stream_step(task.task_id))[-1].output
+    assert last.is_last and last.output == "Two and two make four."
+    assert [(m["role"], m.get("tool_call_id")) for m in sent(server)][-2:] == [
+        ("assistant", None),
+        ("tool", "c1"),
+    ]
 
 
 def test_the_adapter_sends_what_the_sdks_runner_sends_and_keeps_its_input_list(tmp_path):
