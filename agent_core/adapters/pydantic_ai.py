@@ -119,6 +119,16 @@ class PydanticAIWorker(BaseAgentWorker):
         self.agent = agent
         self.tool_approval = tool_approval
 
+    @property
+    def own_model(self) -> str:
+        """The model the agent runs on, as pydantic-ai names it ("openai:gpt-4o", ...)."""
+        model = self.agent.model
+        if model is None:
+            return "none set (pydantic-ai will refuse to run)"
+        if isinstance(model, str):
+            return model
+        return getattr(model, "model_id", None) or f"{model.system}:{model.model_name}"
+
     # ------------------------------------------------------------------ the worker contract
 
     def initialize_step(self, task: Task, **kwargs: Any) -> TaskStep:

@@ -162,6 +162,10 @@ def test_the_agent_runs_one_node_at_a_time_to_its_answer(project, tmp_path):
     answer = runner.run_step(task.task_id)
     assert answer.is_last and answer.output == "The answer is 50."
     assert str(runner.finalize_response(task.task_id)) == "The answer is 50."
+    # The run's usage carries from step to step, so the agent's UsageLimits see the whole task.
+    usage = runner.get_task(task.task_id).extra_state["pydantic_ai"]["usage"]
+    assert usage["requests"] == 3 and usage["tool_calls"] == 2
+    assert runner.agent_worker.own_model == "function:function:model:"  # pydantic-ai's model_id
     assert script.USED == {"add", "multiply", "answer"}
 
     memory = [(m.role, m.content) for m in runner.get_task(task.task_id).memory.get_all()]
@@ -533,3 +537,22 @@ def test_an_agent_with_its_own_mcp_server_calls_its_tools_through_the_steps(tmp_
     assert out.output == "400"  # The MCP server ran the call, with the edited arguments.
     assert runner.run_step(task.task_id).output == "That is 400 cents."
     assert script.OFFERED == [["to_cents"], ["to_cents"]]
+
+
+def test_the_example_agent_runs_offline_on_pydantic_ais_test_model(tmp_path, monkeypatch):
+    monkeypatch.delenv("PYDANTIC_AI_MODEL", raising=False)
+    examples = Path(__file__).resolve().parents[3] / "examples"
+    registry = UserCodeRegistry(project=examples, agents={"pa": "pydantic_ai_agent.py:agent"})
+    runner = _runner(examples, tmp_path / "s.db", registry=registry)
+    task = runner.create_task("Add 2 and 3, then convert 10 EUR to USD")
+    assert runner.run_until(task.task_id).reason == "tool_approval"
+
+    approval = _only_upcoming(runner, task.task_id)
+    assert (approval.name, approval.input["tool"]) == ("call tools: add, convert", "convert")
+    ran = runner.run_step(task.task_id, {**approval.input, "args": {"amount": 10}})
+    assert [(c.tool_name, c.content) for c in ran.tool_calls] == [
+        ("add", "0.0"),
+        ("convert", "10.80 USD"),
+    ]
+    assert runner.run_until(task.task_id).reason == "last_step"
+    assert "10.80 USD" in runner.get_task_output(task.task_id).output
