@@ -15,6 +15,8 @@ undo it exactly and a restarted process rebuilds the run from it:
 - `seen`: how many messages of `task.memory` the adapter knows of; a user message past them
   is a person's feedback, handed to the next model request. `feedback` keeps what a tool step
   found of it until then.
+- `from_thread`: the history began with the thread's earlier turns (a task that continues a
+  conversation), as Stepwise's memory kept them: without the agent's system prompt.
 """
 
 from __future__ import annotations
@@ -131,6 +133,8 @@ class RunRecord:
     """The run's output once it ended (JSON), for `finalize_task`."""
     feedback: list[str] = field(default_factory=list)
     """Feedback a tool step found in memory, kept for the next model request."""
+    from_thread: bool = False
+    """The history began with a thread's earlier turns, which carry no system prompt."""
 
     @classmethod
     def load(cls, task: Task) -> RunRecord:
@@ -146,6 +150,7 @@ class RunRecord:
             seen=data.get("seen"),
             output=data.get("output"),
             feedback=list(data.get("feedback", [])),
+            from_thread=bool(data.get("from_thread", False)),
         )
 
     def take_feedback(self, task: Task) -> list[str]:
@@ -166,6 +171,7 @@ class RunRecord:
             "seen": self.seen,
             "output": self.output,
             "feedback": self.feedback,
+            "from_thread": self.from_thread,
         }
 
     @property

@@ -51,7 +51,14 @@ from typing import Any
 
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.agent import AbstractAgent, AgentRun
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
+from pydantic_ai.capabilities import AbstractCapability, ReinjectSystemPrompt
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    UserPromptPart,
+)
 from pydantic_ai.usage import RunUsage
 from pydantic_core import to_jsonable_python
 
@@ -300,13 +307,20 @@ class PydanticAIWorker(BaseAgentWorker):
         results: DeferredToolResults | None = None,
     ) -> AbstractAsyncContextManager[AgentRun[Any, Any]]:
         """A fresh run on the task's history (its usage so far, so that limits hold)."""
-        history = record.messages
+        capabilities: list[AbstractCapability[Any]] = []
+        if record.from_thread:
+            # pydantic-ai sends its system prompt only to a run without history; earlier turns
+            # kept as Stepwise's messages have none, so it is put back at the head of each
+            # request, as pydantic-ai advises for histories rebuilt from such a store.
+            capabilities.append(ReinjectSystemPrompt())
+        if capture is not None:
+            capabilities.append(capture)
         return self.agent.iter(
             prompt if record.pending_request is None else None,
-            message_history=list(history),
+            message_history=list(record.messages),
             deferred_tool_results=results,
             usage=_copied(record.usage),
-            capabilities=[capture] if capture is not None else None,
+            capabilities=capabilities or None,
             infer_name=False,
         )
 
@@ -407,13 +421,12 @@ def _start(task: Task) -> RunRecord:
     record = RunRecord.load(task)
     if record.seen is None and task.history_length:
         record.messages = _earlier_turns(task.memory.get_all()[: task.history_length])
+        record.from_thread = True
     return record
 
 
 def _earlier_turns(messages: Sequence[ChatMessage]) -> list[ModelMessage]:
     """Earlier turns of the thread (questions and answers) as pydantic-ai history."""
-    from pydantic_ai.messages import TextPart
-
     history: list[ModelMessage] = []
     for message in messages:
         if message.role == "user":

@@ -15,6 +15,7 @@ from types import ModuleType
 
 import pytest
 
+from agent_core import AgentRunner
 from agent_core.errors import StepError, UserError
 from agent_core.runtime.breakpoints import OnTool
 from agent_core.spec import AgentSpec
@@ -556,3 +557,23 @@ def test_the_example_agent_runs_offline_on_pydantic_ais_test_model(tmp_path, mon
     ]
     assert runner.run_until(task.task_id).reason == "last_step"
     assert "10.80 USD" in runner.get_task_output(task.task_id).output
+
+
+def test_a_task_that_continues_a_thread_sends_its_earlier_question_and_answer(project, tmp_path):
+    worker = _runner(project, tmp_path / "s.db").agent_worker
+    runner = AgentRunner(worker, store=SQLiteStore(tmp_path / "s.db"), conversation_id="calc")
+    script = _script(runner)
+    first = runner.create_task(QUESTION)
+    runner.run_until(first.task_id)
+    runner.run_step(first.task_id)
+    runner.run_until(first.task_id)
+    runner.finalize_response(first.task_id)
+
+    second = runner.create_task("And plus one?")
+    runner.run_step(second.task_id)
+    said = [[str(getattr(p, "content", "")) for p in m.parts] for m in script.RECEIVED[-1]]
+    assert said == [
+        ["You are a careful calculator.", QUESTION],  # pydantic-ai's system prompt, put back.
+        ["The answer is 50."],
+        ["And plus one?"],
+    ]
