@@ -1,0 +1,154 @@
+"""One Stepwise step on a LangGraph thread: state updates, one super-step, and what it sent.
+
+`GraphThread` is a compiled graph (on Stepwise's checkpointer) and one thread of it, with the
+few calls a step makes: `update` (LangGraph's `update_state`, as the nodes that ran last),
+`superstep` (stream until the first step boundary: `interrupt_after="*"`), `state`.
+`ModelCalls` is a LangChain callback handler that records what the nodes sent their chat
+models, so a step shows the exact messages and its token usage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
+from langgraph.pregel import Pregel
+from langgraph.types import StateSnapshot, StateUpdate
+
+from agent_core.llms.base import Usage
+
+__all__ = ["GraphThread", "ModelCalls", "Outcome", "as_nodes"]
+
+
+class ModelCalls(BaseCallbackHandler):
+    """The chat-model calls a super-step made: the first call's messages and all calls' usage."""
+
+    run_inline = True  # Called where the model runs: no executor hop for a list append.
+
+    # Only model events: a handler that takes chain events is called for every runnable of
+    # every node, which costs each step more than the rest of Stepwise's work.
+    ignore_chain = ignore_agent = ignore_retriever = ignore_retry = ignore_custom_event = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[BaseMessage] | None = None
+        self.count = 0
+        self.usage = Usage()
+
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any
+    ) -> None:
+        """Keep what the first model call of the step was sent."""
+        self.count += 1
+        if self.sent is None and messages:
+            self.sent = list(messages[0])
+
+    def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+        """Add the call's token counts (LangChain's `usage_metadata`) to the step's."""
+        for generations in response.generations:
+            for generation in generations:
+                meta = getattr(getattr(generation, "message", None), "usage_metadata", None)
+                if meta:
+                    self.usage = self.usage + Usage(
+                        prompt_tokens=int(meta.get("input_tokens") or 0),
+                        completion_tokens=int(meta.get("output_tokens") or 0),
+                    )
+
+
+def as_nodes(values: Any, nodes: Sequence[str]) -> list[StateUpdate]:
+    """One `update_state` super-step writing `values` as if the `nodes` that ran last wrote it.
+
+    LangGraph runs each node's writers, so its edges are taken again on the updated state
+    (an `AIMessage` left without tool calls then routes to the end, as `tools_condition`
+    says). With several nodes the others write nothing but take their edges too; with
+    none, LangGraph picks the last node that wrote.
+    """
+    if not nodes:
+        return [StateUpdate(values)]
+    return [StateUpdate(values, nodes[0]), *(StateUpdate(None, node) for node in nodes[1:])]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The thread's state after a super-step, as its last checkpoint event told it.
+
+    The fields a step reads of LangGraph's `StateSnapshot`; a super-step that stopped on an
+    `interrupt()` is read with `get_state` instead, which knows each interrupt's node.
+    """
+
+    values: Any
+    next: tuple[str, ...]
+    interrupts: tuple[Any, ...] = ()
+    tasks: tuple[Any, ...] = field(default=())
+
+
+class GraphThread:
+    """`graph` (on Stepwise's checkpointer) and one of its threads, for one step."""
+
+    def __init__(self, graph: Pregel, thread: str, *, calls: ModelCalls | None = None) -> None:
+        self.graph = graph
+        self.config: dict[str, Any] = {"configurable": {"thread_id": thread}}
+        self._outcome: Outcome | None = None
+        self.updated = False
+        """Whether a state update was applied (messages may have been replaced in place)."""
+        if calls is not None:
+            self.config["callbacks"] = [calls]
+
+    async def update(self, supersteps: list[list[StateUpdate]]) -> None:
+        """Apply each super-step of updates in turn, as `update_state` does."""
+        if supersteps:
+            self._outcome, self.updated = None, True
+            await self.graph.abulk_update_state(self.config, supersteps)  # type: ignore[arg-type]
+
+    def update_now(self, supersteps: list[list[StateUpdate]]) -> None:
+        """`update`, from sync code (a preview)."""
+        if supersteps:
+            self._outcome, self.updated = None, True
+            self.graph.bulk_update_state(self.config, supersteps)  # type: ignore[arg-type]
+
+    async def superstep(self, input: Any) -> list[tuple[str, Any]]:
+        """Run the graph up to its next step boundary; each node that ran, with its update.
+
+        `interrupt_after="*"` stops the run after one super-step; "exit" durability writes
+        only the checkpoint it stops at, the one the task keeps. The last checkpoint event
+        of the stream is the state after it (`outcome`), without reading the thread again.
+        """
+        updates: list[tuple[str, Any]] = []
+        last: dict[str, Any] | None = None
+        interrupted = False
+        async for mode, chunk in self.graph.astream(
+            input,
+            self.config,  # type: ignore[arg-type]
+            stream_mode=["updates", "checkpoints"],
+            interrupt_after="*",
+            durability="exit",
+        ):
+            if mode == "checkpoints":
+                last = chunk
+                continue
+            for node, update in chunk.items():
+                if node == "__interrupt__":
+                    interrupted = interrupted or bool(update)
+                elif node[:2] != "__":
+                    updates.append((node, update))
+        self._outcome = (
+            None
+            if interrupted or last is None
+            else Outcome(values=last["values"], next=tuple(last["next"]))
+        )
+        return updates
+
+    async def outcome(self) -> Outcome | StateSnapshot:
+        """The thread's state now: from the last super-step's stream when nothing came after."""
+        return self._outcome if self._outcome is not None else await self.state()
+
+    async def state(self) -> StateSnapshot:
+        """The thread's state now: values, the next nodes, pending interrupts."""
+        return await self.graph.aget_state(self.config)  # type: ignore[arg-type]
+
+    def state_now(self) -> StateSnapshot:
+        """`state`, from sync code (a preview)."""
+        return self.graph.get_state(self.config)  # type: ignore[arg-type]
