@@ -50,6 +50,7 @@ Remedy = Literal[
     "new_task",  # this task cannot go on; start another
     "shorten",  # an input is over a size limit
     "retry",  # a passing problem (timeout, rate limit): run the step again
+    "reload_code",  # the user's code or an MCP server needs reloading (fix it if needed first)
 ]
 
 

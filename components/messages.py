@@ -208,6 +208,8 @@ ADVICE: dict[str, str] = {
     "new_task": "Start a New task to go on (this one stays here to inspect).",
     "shorten": "Shorten it, or put large material in a file a tool can read.",
     "retry": "Press Run step to try again.",
+    "reload_code": "Fix it if it needs it, press Reload my code on the New task form, then "
+    "Run step again. Nothing completed was lost.",
 }
 """What to do, by the runtime's `remedy`, naming the button or page that does it."""
 
@@ -420,6 +422,10 @@ _BY_CODE: dict[str, Callable[[_Error], str]] = {
         f"Not for this step: {_sentence(e.param('reason', str) or 'its agent cannot do that')} "
         "Undo goes back to the step before it, where you can steer."
     ),
+    "mcp_server_failed": lambda e: (
+        f"{_sentence(_first_upper(_mcp_server(e)))} Fix its command or URL if it needs it, "
+        "then press Reload my code on the New task form."
+    ),
     "user_code_error": lambda e: (
         f"{_sentence(e.message)} Fix your code, then press Reload my code on the New task form."
     ),
@@ -429,7 +435,19 @@ _BY_CODE: dict[str, Callable[[_Error], str]] = {
 
 # --- why a step failed ----------------------------------------------------------------------
 
+
+def _mcp_server(error: _Error) -> str:
+    server = error.param("server", str) or "?"
+    detail = error.param("detail", str) or "stopped"
+    return f"the MCP server {server} {detail}"
+
+
 _CAUSES: dict[str, Callable[[_Error], str]] = {
+    "mcp_server_failed": _mcp_server,
+    "mcp_call_timeout": lambda e: (
+        f"the MCP server {e.param('server', str) or '?'} did not answer in time; it is still "
+        "running. Press Run step to try again, or Reload my code if it hangs"
+    ),
     "max_iterations": lambda e: (
         f"the agent took its limit of {plural(e.param('limit', int) or 0, 'reasoning step')} "
         "without an answer. Undo and steer it with feedback or a new input"
@@ -542,6 +560,8 @@ def failed_step_text(step: TaskStep, task_state: TaskState | None = None) -> str
     if step.error_code == "model_not_configured":
         return f"This step could not call the model. {_key_missing(cause)}"
     words = _CAUSES.get(step.error_code)
+    if step.error_code == "mcp_server_failed":
+        return f"This step failed: {_mcp_server(cause)}. {ADVICE['reload_code']}"
     if words is not None:
         return f"This step failed: {words(cause)}."
     if step.error_code == "model_error":

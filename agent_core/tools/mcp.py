@@ -392,14 +392,26 @@ class McpServer:
         message, params = self._failure_facts(detail)
         hint = f"fix the server if it needs it, then {RESTART_HINT}"
         return UserCodeError(
-            message, target=self.spec, hint=hint, code=MCP_SERVER_FAILED, params=params
+            message,
+            target=self.spec,
+            hint=hint,
+            remedy="reload_code",
+            code=MCP_SERVER_FAILED,
+            params=params,
         )
 
     def _call_error(self, detail: str, *, tool: str) -> ToolError:
         """The error of a call the server cannot take: it fails the step."""
         message, params = self._failure_facts(detail, tool=tool)
         hint = f"fix the server if it needs it, then {RESTART_HINT}, and run the step again"
-        return ToolError(message, tool_name=tool, hint=hint, code=MCP_SERVER_FAILED, params=params)
+        return ToolError(
+            message,
+            tool_name=tool,
+            hint=hint,
+            remedy="reload_code",
+            code=MCP_SERVER_FAILED,
+            params=params,
+        )
 
     def _failure_facts(self, detail: str, *, tool: str = "") -> tuple[str, dict[str, str]]:
         """The message and params of `mcp_server_failed`; the first failure is the one kept."""

@@ -7,10 +7,12 @@ tracebacks to the user's frames.
 
 from agent_core.user_code.registry import (
     AGENTS_ENV,
+    MCP_ENV,
     PROJECT_FILES,
     TOOLS_ENV,
     AgentEntry,
     EntryKind,
+    McpEntry,
     ToolsEntry,
     UserCodeRegistry,
     check_entry,
@@ -24,10 +26,12 @@ from agent_core.user_code.registry import (
 
 __all__ = [
     "AGENTS_ENV",
+    "MCP_ENV",
     "PROJECT_FILES",
     "TOOLS_ENV",
     "AgentEntry",
     "EntryKind",
+    "McpEntry",
     "ToolsEntry",
     "UserCodeRegistry",
     "check_entry",

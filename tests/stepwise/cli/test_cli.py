@@ -140,6 +140,7 @@ def test_main_hands_the_checked_entries_to_the_app(monkeypatch, tmp_path):
         "db": None,
         "agents": {"a": f"{tmp_path / 'a.py'}:f"},
         "tools": {"t": "pkg.tools"},
+        "mcp": {},
     }
 
 
