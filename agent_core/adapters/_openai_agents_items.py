@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
-from agents import ItemHelpers
+from agents import ItemHelpers, TResponseInputItem
 from agents.exceptions import UserError as AgentsUserError
 from agents.models.chatcmpl_converter import Converter
 from openai.types.responses import ResponseFunctionToolCall
@@ -27,6 +27,7 @@ __all__ = [
     "jsonable",
     "output_item",
     "output_text",
+    "sdk_items",
     "text_output_item",
     "unanswered_calls",
     "user_item",
@@ -39,6 +40,11 @@ Item = dict[str, Any]
 def jsonable(value: Any) -> Any:
     """`value` (SDK items, pydantic models, tool outputs) as plain JSON data."""
     return to_jsonable_python(value, fallback=repr, exclude_none=True)
+
+
+def sdk_items(items: Iterable[Item]) -> list[TResponseInputItem]:
+    """The JSON items as the SDK's type for them (its TypedDicts are JSON objects too)."""
+    return cast("list[TResponseInputItem]", list(items))
 
 
 def user_item(text: str) -> Item:
@@ -64,8 +70,9 @@ def output_text(item: Item) -> str:
     if isinstance(output, str):
         return output
     parts = output if isinstance(output, list) else [output]
-    if all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in parts):
-        return "".join(p["text"] for p in parts)
+    texts = [p.get("text") if isinstance(p, dict) else None for p in parts]
+    if all(isinstance(text, str) for text in texts):
+        return "".join(str(text) for text in texts)
     return json.dumps(output)
 
 
@@ -97,7 +104,7 @@ def as_chat_messages(items: Sequence[Item], *, system: str | None = None) -> lis
     """
     shown = [ChatMessage(role="system", content=system)] if system else []
     try:
-        converted = Converter.items_to_messages(list(items))
+        converted = Converter.items_to_messages(sdk_items(items))
     except (AgentsUserError, ValueError, TypeError, KeyError):
         return shown + [_raw_message(item) for item in items]
     return shown + [_chat_message(message) for message in converted]

@@ -46,7 +46,7 @@ from agents.tool import Tool, invoke_function_tool
 from agents.tool_context import ToolContext
 from openai.types.responses import ResponseCompletedEvent, ResponseFunctionToolCall
 
-from agent_core.adapters._openai_agents_items import Item, jsonable, user_item
+from agent_core.adapters._openai_agents_items import Item, jsonable, sdk_items, user_item
 from agent_core.errors import UserError
 
 __all__ = [
@@ -178,22 +178,33 @@ async def model_response(
     turn: Turn, items: list[Item], *, on_delta: Callable[[str], None] | None = None
 ) -> ModelResponse:
     """The model's reply to one turn; streamed, its text deltas to `on_delta`, when given."""
-    request = (
+    model, sdk_input = turn.model, sdk_items(items)
+    if on_delta is None:
+        return await model.get_response(
+            turn.system,
+            sdk_input,
+            turn.settings,
+            turn.tools,
+            turn.output_schema,
+            turn.handoffs,
+            ModelTracing.DISABLED,
+            previous_response_id=None,
+            conversation_id=None,
+            prompt=turn.prompt,
+        )
+    events = model.stream_response(
         turn.system,
-        items,
+        sdk_input,
         turn.settings,
         turn.tools,
         turn.output_schema,
         turn.handoffs,
         ModelTracing.DISABLED,
+        previous_response_id=None,
+        conversation_id=None,
+        prompt=turn.prompt,
     )
-    options = {"previous_response_id": None, "conversation_id": None, "prompt": turn.prompt}
-    if on_delta is None:
-        return await turn.model.get_response(*request, **options)  # type: ignore[arg-type]
-    return await stream_model_response(
-        turn.model.stream_response(*request, **options),  # type: ignore[arg-type]
-        on_delta=on_delta,
-    )
+    return await stream_model_response(events, on_delta=on_delta)
 
 
 async def stream_model_response(
@@ -201,8 +212,8 @@ async def stream_model_response(
 ) -> ModelResponse:
     """The `ModelResponse` a model's stream ends with, as the SDK's streamed run builds it."""
     final, done_items = None, []
-    async with contextlib.aclosing(events) as stream:  # type: ignore[type-var]
-        async for event in stream:
+    try:
+        async for event in events:
             kind = getattr(event, "type", "")
             if kind == "response.output_text.delta":
                 on_delta(event.delta)
@@ -212,6 +223,11 @@ async def stream_model_response(
                 final = event.response
             elif kind in ("response.incomplete", "response.failed", "error", "response.error"):
                 raise ModelBehaviorError(f"the model's stream ended with {kind}")
+    finally:
+        # Raising mid-stream leaves the generator suspended: close it now, not at collection.
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
     if final is None:
         raise ModelBehaviorError("Model did not produce a final response!")
     usage = (
@@ -284,7 +300,9 @@ async def call_hook(agent: Agent[Any], name: str, *args: Any) -> None:
 
 def hook_context(context: RunContextWrapper[Any], items: list[Item]) -> AgentHookContext[Any]:
     """The context the SDK hands `on_start` / `on_end` hooks."""
-    return AgentHookContext(context=context.context, usage=context.usage, turn_input=items)
+    return AgentHookContext(
+        context=context.context, usage=context.usage, turn_input=sdk_items(items)
+    )
 
 
 async def run_input_guardrails(
@@ -292,7 +310,7 @@ async def run_input_guardrails(
 ) -> None:
     """The first agent's input guardrails, before its first turn; a tripwire stops the run."""
     for guardrail in agent.input_guardrails:
-        result = await guardrail.run(agent, items, context)  # type: ignore[arg-type]
+        result = await guardrail.run(agent, sdk_items(items), context)
         if result.output.tripwire_triggered:
             raise InputGuardrailTripwireTriggered(result)
 
@@ -396,7 +414,10 @@ async def filtered_input(
     if chosen.input_filter is None:
         return items
     data = HandoffInputData(
-        input_history=tuple(items), pre_handoff_items=(), new_items=(), run_context=context
+        input_history=tuple(sdk_items(items)),
+        pre_handoff_items=(),
+        new_items=(),
+        run_context=context,
     )
     result = chosen.input_filter(data)
     result = await result if inspect.isawaitable(result) else result

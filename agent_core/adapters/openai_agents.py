@@ -35,6 +35,7 @@ this machine other than function tools (computer, shell, apply_patch: the step s
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from agents import (
@@ -276,12 +277,7 @@ class OpenAIAgentsWorker(BaseAgentWorker):
         if running is not None:  # Kept with the step even if the call fails.
             running.messages_sent = sent
         await call_hook(agent, "on_llm_start", context, agent, turn.system, fed.items)
-        on_delta = None
-        if emit is not None:
-
-            def on_delta(delta: str) -> None:
-                emit(TokenDeltaEvent(step_id=step.step_id, delta=delta))
-
+        on_delta = None if emit is None else _token_deltas(emit, step.step_id)
         response = await model_response(turn, fed.items, on_delta=on_delta)
         await call_hook(agent, "on_llm_end", context, agent, response)
         return response, sent
@@ -298,19 +294,33 @@ class OpenAIAgentsWorker(BaseAgentWorker):
         sent: list[ChatMessage],
         turns: int,
     ) -> TaskStepOutput:
-        """A turn without calls: the final output, or (no message at all) another turn."""
+        """A turn without function calls: the final output, or another turn, as the SDK decides.
+
+        Its plain-text agent ends with the last message's text, "" when there is none; an
+        agent with an output type, or hosted tools that ran without a message, goes again.
+        """
         messages = [item for item in response.output if isinstance(item, ResponseOutputMessage)]
-        if not messages:  # Reasoning only: the SDK asks the model again.
-            again = step.get_next_step(name=turn_name(agent.name, turns + 1))
-            return TaskStepOutput(
-                output="", task_step=step, next_steps=[again], usage=usage, messages_sent=sent
-            )
-        refusal = ItemHelpers.extract_refusal(messages[-1])
+        refusal = ItemHelpers.extract_refusal(messages[-1]) if messages else None
         if refusal:
             raise ModelRefusalError(refusal)
-        text = ItemHelpers.extract_text(messages[-1]) or ""
+        text = ItemHelpers.extract_text(messages[-1]) if messages else None
         schema = turn.output_schema
-        final = schema.validate_json(text) if schema and not schema.is_plain_text() else text
+        structured = schema is not None and not schema.is_plain_text()
+        hosted_only = not messages and any(
+            getattr(item, "type", "").endswith("_call") for item in response.output
+        )
+        if hosted_only or (structured and not text):
+            again = step.get_next_step(name=turn_name(agent.name, turns + 1))
+            return TaskStepOutput(
+                output=text or "",
+                task_step=step,
+                next_steps=[again],
+                usage=usage,
+                messages_sent=sent,
+            )
+        final = (
+            schema.validate_json(text or "") if schema is not None and structured else text or ""
+        )
         done = await self._finish(step, agent, final, context, fed.items)
         return done.model_copy(update={"usage": usage, "messages_sent": sent})
 
@@ -492,6 +502,11 @@ class OpenAIAgentsWorker(BaseAgentWorker):
             task_step=step,
             next_steps=[follow],
         )
+
+
+def _token_deltas(emit: EventSink, step_id: str) -> Callable[[str], None]:
+    """A stream's text deltas, as the step's `TokenDeltaEvent`s."""
+    return lambda delta: emit(TokenDeltaEvent(step_id=step_id, delta=delta))
 
 
 def _args(call: ResponseFunctionToolCall) -> dict[str, Any]:

@@ -230,6 +230,24 @@ def test_a_streamed_turn_sends_its_tokens_as_they_come_and_ends_as_the_plain_one
     ]
 
 
+def test_a_stream_that_ends_empty_is_the_sdks_empty_answer_and_undo_asks_again(project, server):
+    # The SDK's stream handler turns a stream that ends before any event into a completed
+    # response with no output, which its Runner takes as the final output "": so does the
+    # adapter, and the person undoes the turn and runs it again.
+    server.script(Reply(text="Hello there."))
+    server.quirks.add("broken_stream")
+    runner = build(project)
+    task = runner.create_task("Hi?")
+    empty = list(runner.stream_step(task.task_id))[-1].output
+    assert server.quirk_hits["broken_stream"] == 1  # The fault was injected.
+    assert empty.output == "" and empty.is_last
+    server.quirks.discard("broken_stream")
+    runner.undo_step(task.task_id)
+    again = list(runner.stream_step(task.task_id))[-1].output
+    assert again.is_last and again.output == "Hello there."
+    assert [m["role"] for m in sent(server)] == ["system", "user"]
+
+
 def test_the_adapter_sends_what_the_sdks_runner_sends_and_keeps_its_input_list(tmp_path):
     def script() -> list[Reply]:
         return [
