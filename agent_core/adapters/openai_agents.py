@@ -24,6 +24,10 @@ that run in parallel never write the same key; the next turn (or the handoff) ad
 the input list, in the order the model made the calls. No `Runner` lives across steps: every step
 rebuilds what it needs from that JSON and from the agent object.
 
+MCP: the servers in an agent's `mcp_servers` that are not connected yet are connected on first
+use, each by a task of its own on the runtime's loop, and stay connected for later steps
+(`disconnect_mcp_servers()` closes them); their tools are function tools like the others.
+
 Tracing: each step runs inside the SDK's `trace(..., disabled=True)` and calls the model with
 `ModelTracing.DISABLED`, so the SDK records and exports no trace (`_openai_agents_sdk.no_tracing`).
 
