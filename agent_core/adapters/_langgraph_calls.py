@@ -13,6 +13,7 @@ An `interrupt()` is a `human` step (`answer_step`) whose input is the person's a
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -64,7 +65,7 @@ def latest_reply(messages: list[Any]) -> AIMessage | None:
     return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
 
 
-def _id(call: dict[str, Any]) -> str:
+def _id(call: Mapping[str, Any]) -> str:
     return call.get("id") or ""
 
 

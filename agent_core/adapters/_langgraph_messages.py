@@ -8,7 +8,7 @@ model sees next", and hands a person's feedback to the graph as a `HumanMessage`
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import (
@@ -86,7 +86,7 @@ def to_langchain(message: ChatMessage, *, id: str | None = None) -> AnyMessage:
     return HumanMessage(content=message.content, id=id)
 
 
-def rejection_message(call: dict[str, Any], reason: str) -> ToolMessage:
+def rejection_message(call: Mapping[str, Any], reason: str) -> ToolMessage:
     """The answer to a call a person rejected: the model reads their reason."""
     return ToolMessage(
         content=f"{REJECTED_PREFIX} {call['name']}: {reason}",
@@ -96,7 +96,7 @@ def rejection_message(call: dict[str, Any], reason: str) -> ToolMessage:
     )
 
 
-def _call_text(call: dict[str, Any]) -> str:
+def _call_text(call: Mapping[str, Any]) -> str:
     return f"{call['name']}({json.dumps(call['args'], ensure_ascii=False)})"
 
 
@@ -115,7 +115,7 @@ def new_tool_outputs(
     new: Sequence[BaseMessage], history: Iterable[BaseMessage]
 ) -> list[ToolOutput]:
     """The tool calls the `new` messages answer, as Stepwise records a tool call."""
-    calls: dict[str, dict[str, Any]] = {}
+    calls: dict[str, Mapping[str, Any]] = {}
     for message in [*history, *new]:
         if isinstance(message, AIMessage):
             calls.update({call.get("id") or "": call for call in message.tool_calls})

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
@@ -30,7 +30,25 @@ class ModelCalls(BaseCallbackHandler):
 
     # Only model events: a handler that takes chain events is called for every runnable of
     # every node, which costs each step more than the rest of Stepwise's work.
-    ignore_chain = ignore_agent = ignore_retriever = ignore_retry = ignore_custom_event = True
+    @property
+    def ignore_chain(self) -> bool:
+        """Chains (every runnable of every node) are not listened to."""
+        return True
+
+    @property
+    def ignore_agent(self) -> bool:
+        """Nor agent actions."""
+        return True
+
+    @property
+    def ignore_retriever(self) -> bool:
+        """Nor retrievers."""
+        return True
+
+    @property
+    def ignore_custom_event(self) -> bool:
+        """Nor custom events."""
+        return True
 
     def __init__(self) -> None:
         super().__init__()
@@ -127,9 +145,9 @@ class GraphThread:
             durability="exit",
         ):
             if mode == "checkpoints":
-                last = chunk
+                last = cast(dict[str, Any], chunk)
                 continue
-            for node, update in chunk.items():
+            for node, update in cast(dict[str, Any], chunk).items():
                 if node == "__interrupt__":
                     interrupted = interrupted or bool(update)
                 elif node[:2] != "__":

@@ -484,10 +484,12 @@ def _record_of(task: Task) -> dict[str, Any]:
 
 
 def _input_keys(graph: Pregel) -> list[str]:
+    """The state keys the graph takes as input (a `StateGraph`'s input schema), else []."""
     builder = getattr(graph, "builder", None)
     schemas = getattr(builder, "schemas", None)
-    if schemas is not None and getattr(builder, "input_schema", None) in schemas:
-        return list(schemas[builder.input_schema])
+    schema = getattr(builder, "input_schema", None)
+    if schemas is not None and schema in schemas:
+        return list(schemas[schema])
     channels = graph.input_channels
     return [channels] if isinstance(channels, str) and channels[:2] != "__" else []
 
