@@ -70,6 +70,8 @@ def _requeue(state: TaskState, step: TaskStep, change: TaskChange) -> list[TaskS
         edited=step.edited,
         proposed_input=step.proposed_input,
         kind=step.kind,
+        name=step.name,
+        cannot=dict(step.cannot),
         needs_approval=step.needs_approval,
         step_state=dict(step.step_state),
         prev_step_ids=list(step.prev_step_ids),

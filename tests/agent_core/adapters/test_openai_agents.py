@@ -378,11 +378,6 @@ def test_a_handoff_is_a_delegate_step_and_the_other_agent_takes_the_next_turn(pr
     assert "tools" not in request  # The checker has no tools and no handoffs.
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent_core/runtime/undo.py's _requeue copies a step without its name and cannot "
-    "(reported to the lead; remove this mark once it keeps them)",
-)
 def test_an_undone_handoff_comes_back_with_its_name_and_what_it_cannot_do(project, server):
     server.script(Reply(tool_calls=[handoff_call("h1")]), Reply(text="Checked."))
     runner = build(project)
