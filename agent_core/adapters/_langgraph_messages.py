@@ -18,6 +18,7 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
     ToolMessage,
+    convert_to_messages,
 )
 
 from agent_core.llms.base import ChatMessage, ToolCall
@@ -26,6 +27,7 @@ from agent_core.types import ToolOutput
 __all__ = [
     "REJECTED_PREFIX",
     "as_list",
+    "as_messages",
     "describe",
     "from_langchain",
     "json_object",
@@ -143,6 +145,18 @@ def as_list(value: Any) -> list[Any]:
     if value is None:
         return []
     return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def as_messages(value: Any) -> list[BaseMessage]:
+    """A state update's "messages" as LangChain messages ([] when they are something else).
+
+    A node may return one message, a list, tuples or dicts (LangGraph's reducer takes them
+    all); a "messages" key of a state of one's own may hold anything.
+    """
+    try:
+        return list(convert_to_messages(as_list(value)))
+    except (ValueError, TypeError, NotImplementedError):
+        return []
 
 
 def json_object(text: str) -> dict[str, Any] | None:

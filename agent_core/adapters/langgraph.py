@@ -57,7 +57,7 @@ import json
 import uuid
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.constants import START
 from langgraph.prebuilt import ToolNode
 from langgraph.pregel import Pregel
@@ -77,7 +77,7 @@ from agent_core.adapters._langgraph_calls import (
     run_calls,
 )
 from agent_core.adapters._langgraph_messages import (
-    as_list,
+    as_messages,
     describe,
     from_langchain,
     json_object,
@@ -374,7 +374,7 @@ class LangGraphWorker(BaseAgentWorker):
         if self._messages is None or not isinstance(state.values, dict):
             record["memory_seen"] = len(task.memory)
             return []
-        messages = list(state.values.get(self._messages) or [])
+        messages = [m for m in state.values.get(self._messages) or [] if isinstance(m, BaseMessage)]
         places: dict[str, int] = record["mirrored"]
         new = [m for m in messages if not m.id or m.id not in places]
         if replaced:
@@ -410,7 +410,7 @@ class LangGraphWorker(BaseAgentWorker):
         if update is None:
             return f"{prefix}(no change)"
         if isinstance(update, dict) and self._messages in update:
-            new = convert_to_messages(as_list(update[self._messages]))
+            new = as_messages(update[self._messages])
             rest = {k: v for k, v in update.items() if k != self._messages}
             text = "\n".join(describe(m) for m in new)
             if rest:
@@ -425,7 +425,7 @@ class LangGraphWorker(BaseAgentWorker):
             message
             for node, update in updates
             if node in self._tool_nodes and isinstance(update, dict)
-            for message in convert_to_messages(as_list(update.get(self._messages)))
+            for message in as_messages(update.get(self._messages))
         ]
         return new_tool_outputs(new, history)
 
@@ -457,7 +457,7 @@ class LangGraphWorker(BaseAgentWorker):
         if record.get("saved") is None:
             graph_input = self._graph_input(step.input, task, feedback, record)
             messages = graph_input.get(self._messages) if isinstance(graph_input, dict) else None
-            return [from_langchain(m) for m in convert_to_messages(as_list(messages))]
+            return [from_langchain(m) for m in as_messages(messages)]
         thread = self._saver.open(record["saved"])
         try:
             run = GraphThread(self._graph, thread)
@@ -465,7 +465,8 @@ class LangGraphWorker(BaseAgentWorker):
             values = run.state_now().values
         finally:
             self._saver.close(thread)
-        return [from_langchain(m) for m in values.get(self._messages) or []]
+        messages = values.get(self._messages) or []
+        return [from_langchain(m) for m in messages if isinstance(m, BaseMessage)]
 
 
 def worker_for(obj: Any, *, tool_approval: bool) -> LangGraphWorker:
@@ -499,7 +500,7 @@ def _thought(updates: list[tuple[str, Any]], key: str | None) -> str | None:
     for _, update in updates:
         if key is None or not isinstance(update, dict):
             continue
-        for message in convert_to_messages(as_list(update.get(key))):
+        for message in as_messages(update.get(key)):
             if isinstance(message, AIMessage) and message.tool_calls and message.text:
                 return message.text
     return None
