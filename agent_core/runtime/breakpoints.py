@@ -45,11 +45,13 @@ class Breakpoint(Protocol):
         ...
 
 
-def _tool_of(step: TaskStep) -> str | None:
-    if step.kind is StepKind.TOOL and isinstance(step.input, dict):
-        name = step.input.get("tool")
-        return name if isinstance(name, str) else None
-    return None
+def _tools_of(step: TaskStep) -> list[str]:
+    """The tools a queued tool step calls: its one call, or each of a batch's `calls`."""
+    if step.kind is not StepKind.TOOL or not isinstance(step.input, dict):
+        return []
+    calls = step.input.get("calls")
+    batch = calls if isinstance(calls, list) else [step.input]
+    return [c["tool"] for c in batch if isinstance(c, dict) and isinstance(c.get("tool"), str)]
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,8 @@ class OnTool:
         A worker that runs tools inside its steps and cannot hold them (a custom one) is
         stopped right after a step whose calls matched: as early as it allows.
         """
-        tool = _tool_of(next_step)
-        if tool is not None and self.holds_tool(tool):
+        tool = next((t for t in _tools_of(next_step) if self.holds_tool(t)), None)
+        if tool is not None:
             return f"breakpoint: before tool step {tool!r}"
         last = state.last_output
         if last is not None and last.task_step.kind is not StepKind.TOOL:

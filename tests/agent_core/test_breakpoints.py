@@ -152,3 +152,22 @@ def test_skip_survives_a_reload_from_sqlite(tools, tmp_path):
     again = runner()
     assert len(again.get_task_state(task_id).completed) == 1
     assert again.undo_step(task_id).status is StepStatus.UPCOMING
+
+
+@pytest.mark.parametrize(
+    ("stop", "stops"), [(OnTool(), True), (OnTool("add"), True), (OnTool("divide"), False)]
+)
+def test_a_tool_breakpoint_reads_each_call_of_a_queued_batch(stop, stops):
+    # A framework that runs a reply's calls together (pydantic-ai) queues them as one step.
+    from agent_core.types import Task, TaskState, TaskStep
+
+    task = Task(input="q")
+    batch = TaskStep(
+        task_id=task.task_id,
+        kind=StepKind.TOOL,
+        input={"calls": [{"tool": "multiply", "args": {}}, {"tool": "add", "args": {}}]},
+    )
+    said = stop(TaskState(task=task), batch)
+    assert (said is not None) is stops
+    if stops:
+        assert said.startswith("breakpoint: before tool step")
