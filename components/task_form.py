@@ -199,6 +199,19 @@ def _pick_sub_agents(default: AgentSpec) -> list[str]:
     )
 
 
+_USER_AGENT_APPROVAL_HELP = (
+    "For a pydantic-ai, OpenAI Agents SDK or LangGraph agent: every tool call waits for you "
+    "to approve, edit or reject it, besides the calls its framework already asks about. A "
+    "worker of your own decides this itself."
+)
+
+
+def _framework_of(registry: UserCodeRegistry, agent: str) -> str | None:
+    """The framework of the user's agent `agent` ("pydantic-ai"...), if the target names one."""
+    entry = next((e for e in registry.agents() if e.name == agent), None)
+    return entry.framework if entry is not None and entry.ok else None
+
+
 def _pick_agent(default: AgentSpec, registry: UserCodeRegistry) -> AgentSpec:
     worker_col, provider_col = st.columns(2)
     worker = _pick_worker(default, registry, worker_col)
@@ -248,7 +261,20 @@ def _pick_agent(default: AgentSpec, registry: UserCodeRegistry) -> AgentSpec:
             help=_APPROVAL_HELP[worker == "planner"],
         )
     else:
-        st.caption("Your agent gets the model chosen here and brings its own tools.")
+        framework = _framework_of(registry, agent)
+        if framework is None:
+            st.caption("Your agent gets the model chosen here and brings its own tools.")
+        else:
+            st.caption(
+                f"Your {framework} agent runs on its own model and tools: the model chosen "
+                "here is not used."
+            )
+        update["tool_approval"] = st.checkbox(
+            "Ask me before each tool call",
+            value=default.tool_approval,
+            key="form-approval",
+            help=_USER_AGENT_APPROVAL_HELP,
+        )
         update["tools"] = ()
     try:
         return AgentSpec.from_registry(registry, **{**default.model_dump(), **update})

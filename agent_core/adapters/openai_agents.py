@@ -156,6 +156,16 @@ class OpenAIAgentsWorker(BaseAgentWorker):
         # The default provider a Runner would use for an agent whose model is a name.
         self._provider = MultiProvider()
 
+    @property
+    def own_model(self) -> str:
+        """The first agent's model, as the SDK names it (its default when it names none)."""
+        model = self.agent.model
+        if model is None:
+            return "the Agents SDK's default model"
+        if isinstance(model, str):
+            return model
+        return str(getattr(model, "model", None) or type(model).__name__)
+
     # ------------------------------------------------------------------ the contract
 
     def initialize_step(self, task: Task, **kwargs: Any) -> TaskStep:

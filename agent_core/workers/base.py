@@ -31,6 +31,15 @@ class BaseAgentWorker(ABC):
     It is an `agent_core.runtime.contracts.AgentWorker`, all the runner asks of a worker.
     """
 
+    @property
+    def own_model(self) -> str | None:
+        """The model this worker brings itself, named for a person, else None.
+
+        None: it runs on the model it was built with (the spec's). A framework's agent keeps
+        its own model, which the faces show instead of the spec's.
+        """
+        return None
+
     @abstractmethod
     def initialize_step(self, task: Task, **kwargs: Any) -> TaskStep:
         """The task's first step (called once, when the task is created)."""

@@ -107,7 +107,7 @@ def _human_llm(runner: ParallelAgentRunner) -> HumanLLM | None:
     return llm if isinstance(llm, HumanLLM) else None
 
 
-def _header(task_state: TaskState) -> None:
+def _header(task_state: TaskState, runner: ParallelAgentRunner) -> None:
     task = task_state.task
     st.caption("Task")
     text = task.input[:2000] + ("…" if len(task.input) > 2000 else "")
@@ -124,7 +124,10 @@ def _header(task_state: TaskState) -> None:
     st.caption(" · ".join(part for part in parts if part))
     spec = runtime.spec_of(task.task_id)
     cap = max_tokens_text(spec)
-    line = f"Model: {model_label(spec)} · Agent: {agent_label(spec)}" + (f" · {cap}" if cap else "")
+    # A framework's agent runs on its own model (BaseAgentWorker.own_model).
+    own = getattr(runner.agent_worker, "own_model", None)
+    model = f"{own} (the agent's own)" if own else model_label(spec)
+    line = f"Model: {model} · Agent: {agent_label(spec)}" + (f" · {cap}" if cap else "")
     st.text(line)  # names: not markdown
 
 
@@ -517,7 +520,7 @@ def _task_view(task_id: str) -> None:
     runner, problem = _runner_for(task_id)
     task_state = runner.snapshot_task_state(task_id)  # Steps may commit while this draws.
     why_read_only = _why_read_only(task_state, problem)
-    _header(task_state)
+    _header(task_state, runner)
     if problem is not None:
         _problem(problem)
     until_running = run_until_job.render_running(task_id)
