@@ -98,6 +98,8 @@ ERROR_CODES: Mapping[str, str] = {
     "error (`status`; `server`, and its own text in `detail`): running it again will not help",
     "model_busy": "a model call on a local server timed out after `timeout_s` s; the server may "
     "still be generating that reply, so it was not retried",
+    "unsupported_tool_kind": "a framework's agent asked for a kind of tool call Stepwise cannot "
+    "step (`kind`; e.g. a pydantic-ai external or CallDeferred tool)",
     "step_action_unsupported": "the agent's framework cannot `action` this step (an edit, a "
     "skip, a rejection or feedback); `reason` says why",
     "model_stream_broken": "the model's server opened a reply stream and closed it before "
