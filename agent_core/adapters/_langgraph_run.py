@@ -9,12 +9,12 @@ models, so a step shows the exact messages and its token usage.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessageChunk, BaseMessage
 from langgraph.pregel import Pregel
 from langgraph.types import StateSnapshot, StateUpdate
 
@@ -104,10 +104,21 @@ class Outcome:
 
 
 class GraphThread:
-    """`graph` (on Stepwise's checkpointer) and one of its threads, for one step."""
+    """`graph` (on Stepwise's checkpointer) and one of its threads, for one step.
 
-    def __init__(self, graph: Pregel, thread: str, *, calls: ModelCalls | None = None) -> None:
+    `calls` records the chat-model calls; `tokens` gets the text of streamed replies.
+    """
+
+    def __init__(
+        self,
+        graph: Pregel,
+        thread: str,
+        *,
+        calls: ModelCalls | None = None,
+        tokens: Callable[[str], None] | None = None,
+    ) -> None:
         self.graph = graph
+        self._tokens = tokens
         self.config: dict[str, Any] = {"configurable": {"thread_id": thread}}
         self._outcome: Outcome | None = None
         self.updated = False
@@ -133,25 +144,31 @@ class GraphThread:
         `interrupt_after="*"` stops the run after one super-step; "exit" durability writes
         only the checkpoint it stops at, the one the task keeps. The last checkpoint event
         of the stream is the state after it (`outcome`), without reading the thread again.
+        With `tokens` (see the constructor), LangGraph's "messages" mode streams the chat
+        models' replies, and `tokens` gets each piece of text as it comes.
         """
+        tokens = self._tokens
+        modes = ["updates", "checkpoints", *(["messages"] if tokens is not None else [])]
         updates: list[tuple[str, Any]] = []
         last: dict[str, Any] | None = None
         interrupted = False
         async for mode, chunk in self.graph.astream(
             input,
             self.config,  # type: ignore[arg-type]
-            stream_mode=["updates", "checkpoints"],
+            stream_mode=modes,  # type: ignore[arg-type]
             interrupt_after="*",
             durability="exit",
         ):
-            if mode == "checkpoints":
+            if mode == "messages":
+                _relay_text(chunk, tokens)
+            elif mode == "checkpoints":
                 last = cast(dict[str, Any], chunk)
-                continue
-            for node, update in cast(dict[str, Any], chunk).items():
-                if node == "__interrupt__":
-                    interrupted = interrupted or bool(update)
-                elif node[:2] != "__":
-                    updates.append((node, update))
+            else:
+                for node, update in cast(dict[str, Any], chunk).items():
+                    if node == "__interrupt__":
+                        interrupted = interrupted or bool(update)
+                    elif node[:2] != "__":
+                        updates.append((node, update))
         self._outcome = (
             None
             if interrupted or last is None
@@ -170,3 +187,12 @@ class GraphThread:
     def state_now(self) -> StateSnapshot:
         """`state`, from sync code (a preview)."""
         return self.graph.get_state(self.config)  # type: ignore[arg-type]
+
+
+def _relay_text(chunk: Any, tokens: Callable[[str], None] | None) -> None:
+    """Hand on the text of a streamed piece of a model's reply (whole messages are not)."""
+    message = chunk[0] if isinstance(chunk, tuple) and chunk else None
+    if tokens is not None and isinstance(message, AIMessageChunk):
+        text = message.text
+        if text:
+            tokens(text)

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -88,6 +89,7 @@ from agent_core.adapters._langgraph_messages import (
 from agent_core.adapters._langgraph_run import GraphThread, ModelCalls, as_nodes
 from agent_core.adapters._langgraph_saver import StepwiseSaver
 from agent_core.errors import UserError
+from agent_core.events import TokenDeltaEvent
 from agent_core.llms.base import ChatMessage
 from agent_core.types import (
     StepAction,
@@ -234,7 +236,7 @@ class LangGraphWorker(BaseAgentWorker):
         kwargs: dict[str, Any],
     ) -> TaskStepOutput:
         calls = ModelCalls()
-        run = GraphThread(self._graph, thread, calls=calls)
+        run = GraphThread(self._graph, thread, calls=calls, tokens=_token_sink(step, kwargs))
         role = step.step_state.get(ROLE, SUPERSTEP)
         if role == CALL:
             assert self._messages is not None  # Calls wait in "messages" graphs only.
@@ -475,6 +477,14 @@ def worker_for(obj: Any, *, tool_approval: bool) -> LangGraphWorker:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _token_sink(step: TaskStep, kwargs: dict[str, Any]) -> Callable[[str], None] | None:
+    """Where a step's streamed text goes: `TokenDeltaEvent`s, when someone listens."""
+    emit = kwargs.get("emit")
+    if emit is None:
+        return None
+    return lambda text: emit(TokenDeltaEvent(step_id=step.step_id, delta=text))
 
 
 def _record_of(task: Task) -> dict[str, Any]:

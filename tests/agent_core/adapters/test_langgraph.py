@@ -30,12 +30,13 @@ QUESTION = "What is (121 * 3) + 42?"
 GRAPH_FILE = '''
 """My LangGraph agent: a model with two tools; variants with a reviewer and an audit."""
 
+import json
 import re
 from pathlib import Path
 
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -79,6 +80,23 @@ class ArithmeticModel(BaseChatModel):
             "total_tokens": 10 * len(messages) + 7,
         }
         return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+        # Streamed when someone listens (LangGraph's "messages" mode): text word by word,
+        # tool calls in one piece.
+        reply = self._generate(messages).generations[0].message
+        calls = [
+            {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
+            for i, c in enumerate(reply.tool_calls)
+        ]
+        pieces = [AIMessageChunk(content="", tool_call_chunks=calls)] if calls else [
+            AIMessageChunk(content=word) for word in re.split(r"( )", reply.text) if word
+        ]
+        pieces[-1].usage_metadata = reply.usage_metadata
+        for piece in pieces:
+            if run_manager is not None:
+                run_manager.on_llm_new_token(piece.text, chunk=ChatGenerationChunk(message=piece))
+            yield ChatGenerationChunk(message=piece)
 
     def _reply(self, messages):
         index, question = next(
@@ -488,3 +506,20 @@ def test_the_example_graph_runs_to_its_reviewed_answer(tmp_path):
     assert ask.step_state[INTERRUPT_KEY]["answer"] == "The answer is 405."
     done = runner.run_step(task.task_id, input="yes")
     assert done.is_last and done.output == "Sent. The reviewer said: yes"
+
+
+def test_a_streaming_model_streams_its_reply_to_whoever_listens(project):
+    from agent_core.events import StepCompletedEvent, TokenDeltaEvent
+
+    runner = runner_for(project)
+    task = runner.create_task(QUESTION)
+    first = list(runner.stream_step(task.task_id))[-1]
+    assert isinstance(first, StepCompletedEvent)  # A streamed call is a call all the same:
+    assert first.output.output == 'multiply({"a": 121, "b": 3})'
+    for _ in range(3):
+        runner.run_step(task.task_id)
+    events = list(runner.stream_step(task.task_id))
+    deltas = [e.delta for e in events if isinstance(e, TokenDeltaEvent)]
+    assert deltas == ["The", " ", "answer", " ", "is", " ", "405."]
+    (done,) = [e for e in events if isinstance(e, StepCompletedEvent)]
+    assert done.output.output == "The answer is 405." and done.output.usage.completion_tokens == 7
