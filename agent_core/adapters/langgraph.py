@@ -58,7 +58,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableBinding
 from langgraph.constants import START
 from langgraph.prebuilt import ToolNode
 from langgraph.pregel import Pregel
@@ -151,6 +153,12 @@ class LangGraphWorker(BaseAgentWorker):
         }
         self._messages = MESSAGES if MESSAGES in graph.channels else None
         self._input_keys = _input_keys(graph)
+        self._models = _chat_models(graph)
+
+    @property
+    def own_model(self) -> str:
+        """The chat models the graph's nodes call: the app's model is not used."""
+        return ", ".join(self._models) or "the one its nodes call"
 
     # ------------------------------------------------------------------ the first step
 
@@ -477,6 +485,46 @@ def worker_for(obj: Any, *, tool_approval: bool) -> LangGraphWorker:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _chat_models(graph: Pregel) -> list[str]:
+    """The chat models the graph's node functions hold, by name, as far as can be told.
+
+    A node is a function; the model it calls is a variable of its closure or a global it
+    names (`model = ChatOpenAI(...)`). Models reached otherwise are not found.
+    """
+    names: list[str] = []
+    for node in graph.nodes.values():
+        func = getattr(node.bound, "func", None) or getattr(node.bound, "afunc", None)
+        for value in _referenced(func):
+            name = _model_name(value)
+            if name and name not in names:
+                names.append(name)
+    return names
+
+
+def _referenced(func: Any) -> list[Any]:
+    values = []
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # A cell not filled yet.
+            continue
+    code, scope = getattr(func, "__code__", None), getattr(func, "__globals__", {})
+    values.extend(scope[name] for name in (code.co_names if code else ()) if name in scope)
+    return values
+
+
+def _model_name(value: Any) -> str | None:
+    while isinstance(value, RunnableBinding):
+        value = value.bound
+    if not isinstance(value, BaseChatModel):
+        return None
+    for attr in ("model_name", "model"):
+        name = getattr(value, attr, None)
+        if isinstance(name, str) and name:
+            return name
+    return value._llm_type
 
 
 def _token_sink(step: TaskStep, kwargs: dict[str, Any]) -> Callable[[str], None] | None:

@@ -460,6 +460,7 @@ def test_the_users_graph_object_is_left_alone(project):
     worker = registry.build_agent("lg", llm=None, tool_approval=False)
     assert isinstance(worker, LangGraphWorker) and worker.graph is graph
     assert graph.checkpointer is None  # Stepwise's checkpointer sits on its own copy.
+    assert worker.own_model == "arithmetic"  # The model its agent node calls, not the app's.
 
 
 def test_the_next_task_of_a_conversation_starts_from_its_earlier_turns(project):
@@ -499,6 +500,7 @@ def test_the_example_graph_runs_to_its_reviewed_answer(tmp_path):
     project.mkdir()
     shutil.copy(examples / "langgraph_agent.py", project / "graph.py")
     runner = runner_for(project)
+    assert runner.agent_worker.own_model == "stand-in"
     task = runner.create_task(QUESTION)
     names = [runner.run_step(task.task_id).task_step.name for _ in range(6)]
     assert names == ["agent", "tools", "agent", "tools", "agent", "review"]
