@@ -234,6 +234,11 @@ class TaskStep(BaseModel):
         if self.step_id not in next_step.prev_step_ids:
             next_step.prev_step_ids.append(self.step_id)
 
+    @property
+    def awaits_answer(self) -> bool:
+        """Whether the agent queued this step to ask a person (`INTERRUPT_KEY`), unanswered."""
+        return self.kind is StepKind.HUMAN and INTERRUPT_KEY in self.step_state and not self.input
+
     def set_input(self, value: StepInput) -> None:
         """Give the step a person's input, remembering what the worker proposed."""
         if value == self.input:

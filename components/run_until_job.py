@@ -26,6 +26,7 @@ __all__ = ["render_running", "report_finished", "start", "wait_while_running"]
 _STOP_REASONS = {
     "last_step": "the last step ran: press Finalize, or Undo to go back",
     "tool_approval": "a tool call awaits your approval: Approve and run step, or Reject",
+    "question": "the agent asks you something: type your answer and press Run step",
     "max_steps": "the step limit was reached",
 }
 _TICK_S = 0.25

@@ -34,7 +34,11 @@ __all__ = [
 HOLD_TOOL = "hold_tool"
 """The `arun_step` keyword holding the tool-breakpoint test, `(tool name) -> bool`."""
 
-StopReason = Literal["last_step", "tool_approval", "error", "breakpoint", "max_steps", "no_step"]
+StopReason = Literal[
+    "last_step", "tool_approval", "question", "error", "breakpoint", "max_steps", "no_step"
+]
+"""Why `run_until` stopped; "question": the agent asks a person something (a human step
+awaiting an answer, `TaskStep.awaits_answer`)."""
 
 
 class Breakpoint(Protocol):

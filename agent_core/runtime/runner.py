@@ -788,6 +788,9 @@ class AgentRunner(LlamaIndexRunnerAPI):
             if step.needs_approval:
                 detail = f"step {step.step_id} is a tool call awaiting approval"
                 return result.model_copy(update={"reason": "tool_approval", "detail": detail})
+            if step.awaits_answer:
+                detail = f"step {step.step_id} asks a person; give the answer as its input"
+                return result.model_copy(update={"reason": "question", "detail": detail})
             try:
                 output = await self._arun_step(task_id, step.step_id, None, kwargs, stream=stream)
             except StepError as exc:

@@ -482,16 +482,15 @@ def test_the_next_task_of_a_conversation_starts_from_its_earlier_turns(project):
     assert memory.count(QUESTION) == 1 and memory.count("And (2 * 5) + 1?") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="runner.run_until runs a human step that waits for an answer (reported to the lead)",
-)
-def test_run_until_stops_before_an_interrupts_question(project):
+def test_run_until_stops_before_an_interrupts_question_and_goes_on_once_answered(project):
     runner = runner_for(project, "reviewed")
     task = runner.create_task(QUESTION)
     stop = runner.run_until(task.task_id)
-    assert stop.reason != "error"
-    assert runner.get_upcoming_steps(task.task_id)[0].kind is StepKind.HUMAN
+    assert stop.reason == "question"
+    (ask,) = runner.get_upcoming_steps(task.task_id)
+    assert ask.kind is StepKind.HUMAN and ask.awaits_answer and ask.status == "upcoming"
+    runner.edit_step(task.task_id, ask.step_id, "yes")
+    assert runner.run_until(task.task_id).reason == "last_step"
 
 
 def test_the_example_graph_runs_to_its_reviewed_answer(tmp_path):
