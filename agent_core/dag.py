@@ -406,7 +406,8 @@ def _node_attrs(
 def _tool_steps_queued_by(state: TaskState) -> dict[str, list[TaskStep]]:
     queued: dict[str, list[TaskStep]] = {}
     for step in state.steps.values():
-        if step.kind is StepKind.TOOL:
+        # An undone call and its re-run are one call: count the one that stands.
+        if step.kind is StepKind.TOOL and step.status is not StepStatus.UNDONE:
             for prev_id in step.prev_step_ids:
                 queued.setdefault(prev_id, []).append(step)
     return queued

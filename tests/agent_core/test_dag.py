@@ -662,3 +662,14 @@ def test_one_folded_step_is_one_earlier_step() -> None:
     window = collapse_older(build_dag(chain(2)), keep=1)
 
     assert window.nodes[COLLAPSED_NODE]["label"] == "… 1 earlier step"
+
+
+def test_an_undone_call_and_its_rerun_count_once_in_the_step_that_asked_for_them() -> None:
+    call = {"tool": "add", "args": {"a": 363, "b": 42}}
+    state = make_state(
+        step("a", input="What is 121 * 3?", status=StepStatus.COMPLETED, number=1),
+        step("b", kind=StepKind.TOOL, input=call, prev_step_ids=["a"], status=StepStatus.UNDONE),
+        step("b2", kind=StepKind.TOOL, input=call, prev_step_ids=["a"]),
+        outputs={"a": "363", "b": 405},
+    )
+    assert build_dag(state).nodes["a"]["label"] == "1 · llm: calls add"
