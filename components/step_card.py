@@ -17,7 +17,14 @@ import streamlit as st
 
 from agent_core.dag import display_value, format_result, parse_error_of, rejection_of
 from agent_core.llms.base import ChatMessage, Usage
-from agent_core.types import StepInput, StepKind, StepStatus, TaskStep, TaskStepOutput
+from agent_core.types import (
+    INTERRUPT_KEY,
+    StepInput,
+    StepKind,
+    StepStatus,
+    TaskStep,
+    TaskStepOutput,
+)
 from agent_core.workers.multimodal_react import step_images
 from components.memory_view import render_memory
 from components.messages import cost_text, note_text, plain, plural, tokens_text
@@ -190,6 +197,18 @@ def _render_input(output: TaskStepOutput, *, rejected: bool) -> None:
         _render_value(shown)
 
 
+def _render_answered_question(output: TaskStepOutput) -> None:
+    """A question the agent asked (a LangGraph interrupt), your answer, and what came of it."""
+    step = output.task_step
+    st.caption("The agent asked")
+    _render_value(step.step_state[INTERRUPT_KEY])
+    st.caption("Your answer")
+    _render_value(step.input)
+    if output.output is not None:
+        st.caption("What the agent did with it")
+        _render_value(output.output)
+
+
 def _render_calls(output: TaskStepOutput, *, rejected: bool) -> None:
     step = output.task_step
     raw = _call_of(_shown_input(step)) if step.kind is StepKind.TOOL else None
@@ -279,6 +298,9 @@ def render_step_card(
         # Notes came with the runtime's StepNote; a step stored before it has none.
         for note in getattr(output, "notes", ()):
             st.info(plain(note_text(note.code, note.message)))
+        if step.kind is StepKind.HUMAN and INTERRUPT_KEY in step.step_state:
+            _render_answered_question(output)
+            return
         _render_input(output, rejected=rejection is not None)
         render_thumbnails(step_images(step))
         if step.kind is StepKind.HUMAN or step.status is StepStatus.SKIPPED:

@@ -109,6 +109,10 @@ def test_a_frameworks_steps_show_their_names_limits_question_and_traceback(graph
     (answer,) = [t for t in at.text_area if t.key and t.key.startswith("input-")]
     answer.input("yes")
     ok(button(at, "run-").click().run())
+    captions = [c.value for c in at.caption]
+    assert {"The agent asked", "Your answer", "What the agent did with it"} <= set(captions)
+    assert "Proposed by the agent" not in captions  # An answer is not an edit of a proposal.
+    assert any(c.value == "heard yes" for c in at.code)
 
     ok(button(at, "run-").click().run())  # The stock node raises in the user's code.
     traces = [c.value for c in at.code if "Traceback" in c.value]
