@@ -185,4 +185,5 @@ class RunRecord:
         request = self.pending_request
         if request is None:
             return set()
-        return {part.tool_call_id for part in request.parts if hasattr(part, "tool_call_id")}
+        ids = (getattr(part, "tool_call_id", None) for part in request.parts)
+        return {call_id for call_id in ids if isinstance(call_id, str)}

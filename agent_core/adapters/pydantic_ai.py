@@ -61,6 +61,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.usage import RunUsage
 from pydantic_core import to_jsonable_python
+from pydantic_graph import End
 
 from agent_core.adapters._pydantic_ai_messages import (
     PreviewStop,
@@ -187,7 +188,11 @@ class PydanticAIWorker(BaseAgentWorker):
             node = await run.next(request_node)
             sent = SentRequest.of_context(request_node.last_request_context)
             response = node.model_response if Agent.is_call_tools_node(node) else None
-            if response is not None and not _runnable(self._classify(run, response)):
+            if (
+                response is not None
+                and Agent.is_call_tools_node(node)
+                and not _runnable(self._classify(run, response))
+            ):
                 node = await run.next(node)  # No call to run: the reply ends the run, or retries.
             settled = self._settle(run, node, step, record, kwargs)
             usage, record.usage = _usage(run.usage, before), run.usage
@@ -265,7 +270,10 @@ class PydanticAIWorker(BaseAgentWorker):
         history = record.messages
         results = batch.results(record.answered())
         async with self._iter(record, None, results=results) as run:
-            node = await run.next(run.next_node)
+            start = run.next_node
+            if isinstance(start, End):  # A history that already ended has no calls to run.
+                raise UserError("pydantic-ai's run has already ended: there are no calls to run")
+            node = await run.next(start)
             if not Agent.is_call_tools_node(node):
                 raise UserError(f"pydantic-ai has no tool calls to run here (it went to {node!r})")
             calls = {call.call_id: call for call in batch.calls}
