@@ -38,8 +38,15 @@ redis:
 	@command -v redis-server >/dev/null 2>&1 || { \
 		apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
 
+# Two groups side by side, one per core: the browser tests (tests/e2e: Chromium and streamlit
+# servers, mostly waiting on them) and all the others. The browser group's log is printed after
+# the others'; the run fails if either group does. `.venv/bin/pytest` alone runs every test in one.
 test: lint chromium redis
-	$(BIN)/pytest
+	@$(BIN)/pytest tests/e2e -p no:cacheprovider > .pytest-browser.log 2>&1 & browser=$$!; \
+	$(BIN)/pytest --ignore=tests/e2e; others=$$?; \
+	wait $$browser; browsers=$$?; \
+	echo "===== the browser tests (tests/e2e) ====="; cat .pytest-browser.log; \
+	test $$others -eq 0 && test $$browsers -eq 0
 
 # Benchmarks side by side with LlamaIndex and LangGraph (their own env: bench/.venv), then
 # the page's speed in Chromium (bench/results/page_speed.json), then what HTTP costs
