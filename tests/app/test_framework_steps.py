@@ -20,7 +20,7 @@ REASON = "the graph runs its queued calls as they are"
 
 # A worker as an adapter writes one: named steps, a locked tool call, then a node that asks
 # the person a question (LangGraph's interrupt), then a node that raises in the user's code.
-AGENT = '''
+AGENT = """
 from agent_core.types import INTERRUPT_KEY, StepAction, StepKind, TaskStep, TaskStepOutput
 from agent_core.workers.base import BaseAgentWorker
 
@@ -57,7 +57,7 @@ class Graph(BaseAgentWorker):
 
 
 agent = Graph()
-'''
+"""
 
 
 @pytest.fixture
