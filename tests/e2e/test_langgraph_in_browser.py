@@ -12,9 +12,10 @@ from __future__ import annotations
 from tests.agent_core._user_projects import write_project
 from tests.agent_core.adapters.test_langgraph import GRAPH_FILE, QUESTION
 
+from ._your_agent import create_task, reopen_elsewhere, run_one
 from .conftest import ARTIFACTS
 from .test_stepper_in_browser import click, groups, wait_for_dag
-from .test_user_code_in_browser import browser, choose, open_page, server  # noqa: F401
+from .test_user_code_in_browser import browser, open_page, server  # noqa: F401
 
 
 def completed_labels(nodes) -> list[str]:
@@ -23,24 +24,11 @@ def completed_labels(nodes) -> list[str]:
     return sorted(done, key=lambda label: int(label.split(" · ")[0]))
 
 
-def run_one(page, done: int) -> None:
-    """Click Run step and wait until `done` steps have completed, the next one upcoming."""
-    click(page, "Run step")
-    wait_for_dag(page, lambda n: groups(n).count("completed") == done)
-
-
 def test_a_langgraph_agent_stepped_in_the_browser_across_a_restart(server, browser, tmp_path):  # noqa: F811
     project = write_project(tmp_path / "project", {"graph.py": GRAPH_FILE})
     url = server.start(project, "--agent", "lg=graph.py:reviewed")
     page = open_page(browser, url)
-    page.get_by_role("button", name="Create task").wait_for(timeout=30_000)
-    choose(page, "Worker", "Your agent: lg")
-    task = page.get_by_placeholder("What should the agent do?")
-    task.fill(QUESTION)
-    task.press("Control+Enter")
-    page.wait_for_timeout(500)
-    click(page, "Create task")
-    (first,) = wait_for_dag(page, lambda n: groups(n) == ["upcoming"])
+    first = create_task(page, "lg", QUESTION)
     assert first["label"].startswith("agent")  # The node's own name.
 
     # One click per super-step: agent, tools, agent, tools.
@@ -58,16 +46,9 @@ def test_a_langgraph_agent_stepped_in_the_browser_across_a_restart(server, brows
     run_one(page, 6)  # The reviewer asks.
     page.get_by_text("Send this answer?").first.wait_for(timeout=10_000)
     page.screenshot(path=ARTIFACTS / "langgraph-interrupt.png", full_page=True)
-    task_url = page.url
-    assert "task=" in task_url
-    page.context.close()
 
     # Restart on the same database, elsewhere, without the flags: the task records its target.
-    server.stop()
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    url = server.start(elsewhere)
-    page = open_page(browser, url + "/?" + task_url.partition("?")[2])
+    page = reopen_elsewhere(server, browser, tmp_path, page)
     # The first page run after a start imports the user's graph (and LangGraph): slow.
     nodes = wait_for_dag(page, lambda n: groups(n).count("completed") == 6, timeout=120)
     assert "Read only" not in page.content()

@@ -10,29 +10,19 @@ database, from another folder without the flags, and the last turn answers there
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import pytest
 
 from tests.llm_servers import OpenAIServer, Reply, ReplyToolCall
 
+from ._your_agent import approve_edited, create_task, labels, reopen_elsewhere, run_one
 from .conftest import ARTIFACTS, ROOT
 from .test_stepper_in_browser import click, groups, wait_for_dag
-from .test_user_code_in_browser import browser, choose, open_page, server  # noqa: F401
+from .test_user_code_in_browser import browser, open_page, server  # noqa: F401
 
 DRAFT = "Llamas saw the sea today and would not leave the beach"
 QUESTION = f"Keep this as a note: {DRAFT}"
-
-
-def run_one(page, done: int) -> list[dict]:
-    """Click Run step and wait until `done` steps have completed."""
-    click(page, "Run step")
-    return wait_for_dag(page, lambda n: groups(n).count("completed") == done)
-
-
-def labels(nodes: list[dict]) -> list[str]:
-    return [node["label"] for node in nodes]
 
 
 @pytest.fixture
@@ -67,14 +57,7 @@ def test_an_agents_sdk_agent_stepped_in_the_browser_across_a_restart(
     shutil.copy(ROOT / "examples" / "openai_agents_agent.py", project)
     url = server.start(project, "--agent", "helper=openai_agents_agent.py:agent")
     page = open_page(browser, url)
-    page.get_by_role("button", name="Create task").wait_for(timeout=30_000)
-    choose(page, "Worker", "Your agent: helper")
-    task = page.get_by_placeholder("What should the agent do?")
-    task.fill(QUESTION)
-    task.press("Control+Enter")
-    page.wait_for_timeout(500)
-    click(page, "Create task")
-    (first,) = wait_for_dag(page, lambda n: groups(n) == ["upcoming"])
+    first = create_task(page, "helper", QUESTION)
     assert "Note taker turn 1" in first["label"]  # The agent's own words for the step.
 
     # A turn, then its word_count call, then the next turn, one click each.
@@ -84,14 +67,8 @@ def test_an_agents_sdk_agent_stepped_in_the_browser_across_a_restart(
     run_one(page, 3)
 
     # The save waits for approval: edit its arguments, then approve it.
-    page.get_by_role("button", name="Approve and run step").first.wait_for(timeout=15_000)
-    arguments = page.get_by_label("Arguments").first
-    arguments.fill(json.dumps({"title": "Llamas by the sea", "text": DRAFT}))
-    arguments.press("Control+Enter")
-    page.wait_for_timeout(500)
-    page.screenshot(path=ARTIFACTS / "openai-agents-approval.png", full_page=True)
-    click(page, "Approve and run step")
-    wait_for_dag(page, lambda n: groups(n).count("completed") == 4)
+    edited = {"title": "Llamas by the sea", "text": DRAFT}
+    approve_edited(page, edited, screenshot=ARTIFACTS / "openai-agents-approval.png", done=4)
     page.get_by_text("saved llamas-by-the-sea.md (11 words)").first.wait_for(timeout=10_000)
 
     # Undo that tool step: it is upcoming again, awaiting approval; approve it as it was edited.
@@ -101,16 +78,9 @@ def test_an_agents_sdk_agent_stepped_in_the_browser_across_a_restart(
     click(page, "Approve and run step")
     wait_for_dag(page, lambda n: groups(n).count("completed") == 4)
     assert (tmp_path / "notes" / "llamas-by-the-sea.md").exists()
-    task_url = page.url
-    assert "task=" in task_url
-    page.context.close()
 
     # Restart on the same database, elsewhere, without the flags: the task records its target.
-    server.stop()
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    url = server.start(elsewhere)
-    page = open_page(browser, url + "/?" + task_url.partition("?")[2])
+    page = reopen_elsewhere(server, browser, tmp_path, page)
     wait_for_dag(page, lambda n: groups(n).count("completed") == 4)
     assert "Read only" not in page.content()
     nodes = run_one(page, 5)

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ._your_agent import approve_edited, create_task, labels, reopen_elsewhere, run_one
 from .conftest import ARTIFACTS
 from .test_stepper_in_browser import click, groups, wait_for_dag
-from .test_user_code_in_browser import browser, choose, open_page, server  # noqa: F401
+from .test_user_code_in_browser import browser, open_page, server  # noqa: F401
 
 QUESTION = "What is (2 + 3) * 10?"
 
@@ -72,16 +73,6 @@ def multiply(a: int, b: int) -> int:
 '''
 
 
-def run_one(page, done: int) -> list[dict]:
-    """Click Run step and wait until `done` steps have completed."""
-    click(page, "Run step")
-    return wait_for_dag(page, lambda n: groups(n).count("completed") == done)
-
-
-def labels(nodes: list[dict]) -> list[str]:
-    return [node["label"] for node in nodes]
-
-
 def log_of(project: Path) -> list[dict]:
     return [json.loads(line) for line in (project / "log.jsonl").read_text().splitlines()]
 
@@ -96,14 +87,7 @@ def test_a_pydantic_ai_agent_stepped_in_the_browser_across_a_restart(
     (project / "calc_agent.py").write_text(AGENT, encoding="utf-8")
     url = server.start(project, "--agent", f"pa={project / 'calc_agent.py'}:agent")
     page = open_page(browser, url)
-    page.get_by_role("button", name="Create task").wait_for(timeout=30_000)
-    choose(page, "Worker", "Your agent: pa")
-    task = page.get_by_placeholder("What should the agent do?")
-    task.fill(QUESTION)
-    task.press("Control+Enter")
-    page.wait_for_timeout(500)
-    click(page, "Create task")
-    (first,) = wait_for_dag(page, lambda n: groups(n) == ["upcoming"])
+    first = create_task(page, "pa", QUESTION)
     assert "model request" in first["label"]  # pydantic-ai's own word for the node.
 
     # The model request, its add call, the next request: one click each.
@@ -118,14 +102,9 @@ def test_a_pydantic_ai_agent_stepped_in_the_browser_across_a_restart(
     run_one(page, 3)
 
     # multiply requires approval: edit its arguments, then approve it.
-    page.get_by_role("button", name="Approve and run step").first.wait_for(timeout=15_000)
-    arguments = page.get_by_label("Arguments").first
-    arguments.fill(json.dumps({"a": 5, "b": 7}))
-    arguments.press("Control+Enter")
-    page.wait_for_timeout(500)
-    page.screenshot(path=ARTIFACTS / "pydantic-ai-approval.png", full_page=True)
-    click(page, "Approve and run step")
-    wait_for_dag(page, lambda n: groups(n).count("completed") == 4)
+    approve_edited(
+        page, {"a": 5, "b": 7}, screenshot=ARTIFACTS / "pydantic-ai-approval.png", done=4
+    )
     assert log_of(project)[-1] == {"tool": "multiply", "args": [5, 7]}
 
     # Undo that tool step: it waits for approval again, as edited; approve it once more.
@@ -134,16 +113,9 @@ def test_a_pydantic_ai_agent_stepped_in_the_browser_across_a_restart(
     assert groups(nodes) == ["awaiting_approval", *["completed"] * 3, "undone"]
     click(page, "Approve and run step")
     wait_for_dag(page, lambda n: groups(n).count("completed") == 4)
-    task_url = page.url
-    assert "task=" in task_url
-    page.context.close()
 
     # Restart on the same database, elsewhere, without the flags: the task records its target.
-    server.stop()
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    url = server.start(elsewhere)
-    page = open_page(browser, url + "/?" + task_url.partition("?")[2])
+    page = reopen_elsewhere(server, browser, tmp_path, page)
     wait_for_dag(page, lambda n: groups(n).count("completed") == 4)
     assert "Read only" not in page.content()
     run_one(page, 5)
