@@ -39,11 +39,13 @@ redis:
 		apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
 
 # Two groups side by side, one per core: the browser tests (tests/e2e: Chromium and streamlit
-# servers, mostly waiting on them) and all the others. The browser group's log is printed after
-# the others'; the run fails if either group does. `.venv/bin/pytest` alone runs every test in one.
+# servers, mostly waiting on them) and all the others (the root conftest.py splits them by
+# $STEPWISE_TEST_GROUP). The browser group's log is printed after the others'; the run fails if
+# either group does. `.venv/bin/pytest` alone runs every test in one process.
 test: lint chromium redis
-	@$(BIN)/pytest tests/e2e -p no:cacheprovider > .pytest-browser.log 2>&1 & browser=$$!; \
-	$(BIN)/pytest --ignore=tests/e2e; others=$$?; \
+	@STEPWISE_TEST_GROUP=browser $(BIN)/pytest tests/e2e -p no:cacheprovider \
+		> .pytest-browser.log 2>&1 & browser=$$!; \
+	STEPWISE_TEST_GROUP=others $(BIN)/pytest; others=$$?; \
 	wait $$browser; browsers=$$?; \
 	echo "===== the browser tests (tests/e2e) ====="; cat .pytest-browser.log; \
 	test $$others -eq 0 && test $$browsers -eq 0

@@ -7,6 +7,7 @@ the environment, so a real OpenAI or Anthropic call cannot happen by accident.
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -18,6 +19,32 @@ pytest_plugins = ["tests._redis_server"]
 
 _KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
 _LOCAL_NAMES = {"localhost", "localhost.localdomain", ""}
+
+
+TEST_GROUP_ENV = "STEPWISE_TEST_GROUP"
+"""`make test` runs two groups of tests side by side, one per core: "browser" and "others"."""
+
+_BESIDE_THE_OTHERS = ("tests/e2e/test_real_model_in_browser.py",)
+"""Browser tests that run in the "others" group, so that both groups take about as long
+(`make test` printed 508 s for the others and 716 s for the browser tests before)."""
+
+
+def _group_of(nodeid: str) -> str:
+    path = nodeid.partition("::")[0]
+    browser = path.startswith("tests/e2e/") and path not in _BESIDE_THE_OTHERS
+    return "browser" if browser else "others"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep the tests of `$STEPWISE_TEST_GROUP`'s group, when it names one."""
+    group = os.environ.get(TEST_GROUP_ENV)
+    if not group:
+        return
+    if group not in ("browser", "others"):
+        raise pytest.UsageError(f"{TEST_GROUP_ENV} is 'browser' or 'others', not {group!r}")
+    kept = [item for item in items if _group_of(item.nodeid) == group]
+    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    items[:] = kept
 
 
 class NetworkCallError(AssertionError):
