@@ -28,6 +28,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, ParamSpec, TypeVar
 
+from agent_core._loop_thread import start_loop_thread
 from agent_core.errors import UserError
 
 __all__ = [
@@ -60,22 +61,8 @@ def runtime_loop() -> asyncio.AbstractEventLoop:
         return loop
     with _guard:
         if _loop is None or _loop.is_closed():
-            _loop = _start_loop()
+            _loop = start_loop_thread("stepwise-runtime")
         return _loop
-
-
-def _start_loop() -> asyncio.AbstractEventLoop:
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-
-    def serve() -> None:
-        asyncio.set_event_loop(loop)
-        loop.call_soon(ready.set)
-        loop.run_forever()
-
-    threading.Thread(target=serve, name="stepwise-runtime", daemon=True).start()
-    ready.wait()
-    return loop
 
 
 def _on_this_loop(loop: asyncio.AbstractEventLoop) -> bool:

@@ -15,6 +15,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from agent_core._loop_thread import start_loop_thread
+
 __all__ = ["mcp_loop", "on_mcp_loop", "submit"]
 
 T = TypeVar("T")
@@ -28,22 +30,8 @@ def mcp_loop() -> asyncio.AbstractEventLoop:
     global _loop
     with _guard:
         if _loop is None or _loop.is_closed():
-            _loop = _start()
+            _loop = start_loop_thread("stepwise-mcp")
         return _loop
-
-
-def _start() -> asyncio.AbstractEventLoop:
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-
-    def serve() -> None:
-        asyncio.set_event_loop(loop)
-        loop.call_soon(ready.set)
-        loop.run_forever()
-
-    threading.Thread(target=serve, name="stepwise-mcp", daemon=True).start()
-    ready.wait()
-    return loop
 
 
 def on_mcp_loop() -> bool:
