@@ -37,6 +37,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from agent_core import AgentRunner
 from agent_core.adapters import adapt
 from agent_core.store import InMemoryStore
+from bench._stepping import seconds_stepping
 
 ROUNDS = 5
 """Tool rounds per task: each task is 2 * ROUNDS + 1 super-steps."""
@@ -121,16 +122,7 @@ def _framework_checkpointed(graph: Any, tasks: int) -> float:
 
 
 def _through_stepwise(runner: AgentRunner, tasks: int) -> float:
-    started = time.perf_counter()
-    for _ in range(tasks):
-        task = runner.create_task(PROMPT)
-        steps = 0
-        while True:
-            steps += 1
-            if runner.run_step(task.task_id).is_last:
-                break
-        assert steps == STEPS_PER_TASK
-    return time.perf_counter() - started
+    return seconds_stepping(runner, PROMPT, tasks=tasks, steps_per_task=STEPS_PER_TASK)
 
 
 def run(steps: int = 200) -> dict[str, Any]:

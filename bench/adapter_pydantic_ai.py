@@ -27,6 +27,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from agent_core import AgentRunner
 from agent_core.adapters import adapt
 from agent_core.store import InMemoryStore
+from bench._stepping import seconds_stepping
 
 TOOL_ROUNDS = 5
 """Tool rounds per task: each task is 2 * TOOL_ROUNDS + 1 steps."""
@@ -97,16 +98,7 @@ def _fresh_run_per_step(agent: Agent[None, str], tasks: int) -> float:
 
 
 def _through_stepwise(runner: AgentRunner, tasks: int) -> float:
-    started = time.perf_counter()
-    for _ in range(tasks):
-        task = runner.create_task("Add five times.")
-        steps = 0
-        while True:
-            steps += 1
-            if runner.run_step(task.task_id).is_last:
-                break
-        assert steps == STEPS_PER_TASK
-    return time.perf_counter() - started
+    return seconds_stepping(runner, "Add five times.", tasks=tasks, steps_per_task=STEPS_PER_TASK)
 
 
 def run(steps: int = 200, *, rounds: int = 5) -> dict[str, Any]:
