@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from urllib.parse import urlparse
 
+from playwright.sync_api import expect
+
 from .conftest import ARTIFACTS
 
 Nodes = list[dict]
@@ -59,6 +61,8 @@ def test_seed_task_step_by_step_with_the_dag_after_each_action(page):
     wait_for_dag(page, lambda n: groups(n) == ["completed", "completed", "upcoming"])
 
     steer = page.get_by_placeholder("(no input: the agent continues; type here to steer it)")
+    # The DAG can show the new step while the page still draws: the last run's box lingers.
+    expect(steer).to_have_count(1, timeout=15_000)
     steer.fill("Answer now, please.")
     steer.press("Control+Enter")
     page.wait_for_timeout(500)
