@@ -77,8 +77,9 @@ def card_title(output: TaskStepOutput) -> str:
     """One line: number, kind, status, tokens, cost and latency (user text only escaped)."""
     step = output.task_step
     parts = [f"Step {step.number or '?'} · {step.kind.value}"]
-    if step.name:  # The framework's own words: a node, a turn, a tool.
-        parts.append(plain(step.name))
+    name = step.name or _tool_name(step)  # The framework's own words, or the tool it calls.
+    if name:
+        parts.append(plain(name))
     if step.status is not StepStatus.COMPLETED:
         parts.append(step.status.value)
     rejection = rejection_of(step, output)
@@ -121,6 +122,12 @@ def _language(name: str, args: Mapping[str, Any]) -> str | None:
     if isinstance(path, str):
         return _LANGUAGES.get(PurePosixPath(path).suffix.lower())
     return None
+
+
+def _tool_name(step: TaskStep) -> str | None:
+    """The tool a tool step calls, when its input is one well-formed call."""
+    call = _call_of(_shown_input(step)) if step.kind is StepKind.TOOL else None
+    return call[0] if call is not None else None
 
 
 def _call_of(value: StepInput) -> tuple[str, Mapping[str, Any]] | None:

@@ -74,7 +74,7 @@ def test_a_rejected_call_says_rejected_with_the_reason_never_edited(tmp_path: Pa
     title = card_title(rejected)
     app = _draw([rejected])
 
-    assert title.startswith("Step 2 · tool · rejected: ")
+    assert title.startswith("Step 2 · tool · multiply · rejected: ")
     assert 'use add instead"' in title
     assert "edited" not in title
     codes = [value for value, _ in _codes(app)]
@@ -112,7 +112,7 @@ def test_counts_agree_and_cost_has_one_wording() -> None:
 
     assert "· 1 token · cost unknown ·" in card_title(one)
     assert "· 120 tokens · $0.0012 ·" in card_title(priced)
-    assert card_title(tool) == "Step 2 · tool · 3 ms"  # No model ran: no tokens, no cost.
+    assert card_title(tool) == "Step 2 · tool · add · 3 ms"  # No model ran: no tokens, no cost.
 
 
 def test_an_undone_last_step_is_not_called_the_last_step() -> None:
@@ -131,7 +131,7 @@ def test_a_skipped_step_says_it_did_not_run() -> None:
 
     app = _draw([skipped])
 
-    assert card_title(skipped) == "Step 3 · tool · skipped"
+    assert card_title(skipped) == "Step 3 · tool · add · skipped"
     assert any("did not run" in c.value for c in app.caption)
 
 
