@@ -178,32 +178,21 @@ async def model_response(
     turn: Turn, items: list[Item], *, on_delta: Callable[[str], None] | None = None
 ) -> ModelResponse:
     """The model's reply to one turn; streamed, its text deltas to `on_delta`, when given."""
-    model, sdk_input = turn.model, sdk_items(items)
-    if on_delta is None:
-        return await model.get_response(
-            turn.system,
-            sdk_input,
-            turn.settings,
-            turn.tools,
-            turn.output_schema,
-            turn.handoffs,
-            ModelTracing.DISABLED,
-            previous_response_id=None,
-            conversation_id=None,
-            prompt=turn.prompt,
-        )
-    events = model.stream_response(
+    model = turn.model
+    # The same request either way: the Model interface's two calls take the same arguments.
+    args = (
         turn.system,
-        sdk_input,
+        sdk_items(items),
         turn.settings,
         turn.tools,
         turn.output_schema,
         turn.handoffs,
         ModelTracing.DISABLED,
-        previous_response_id=None,
-        conversation_id=None,
-        prompt=turn.prompt,
     )
+    options = {"previous_response_id": None, "conversation_id": None, "prompt": turn.prompt}
+    if on_delta is None:
+        return await model.get_response(*args, **options)
+    events = model.stream_response(*args, **options)
     return await stream_model_response(events, on_delta=on_delta)
 
 

@@ -187,14 +187,13 @@ class PydanticAIWorker(BaseAgentWorker):
             request_node = await _request_node(run, step, record, record.take_feedback(task))
             node = await run.next(request_node)
             sent = SentRequest.of_context(request_node.last_request_context)
-            response = node.model_response if Agent.is_call_tools_node(node) else None
-            if (
-                response is not None
-                and Agent.is_call_tools_node(node)
-                and not _runnable(self._classify(run, response))
-            ):
-                node = await run.next(node)  # No call to run: the reply ends the run, or retries.
-            settled = self._settle(run, node, step, record, kwargs)
+            response, calls = None, None
+            if Agent.is_call_tools_node(node):
+                response = node.model_response
+                calls = self._classify(run, response)
+                if not _runnable(calls):
+                    node, calls = await run.next(node), None  # Nothing to run: ends, or retries.
+            settled = self._settle(run, node, step, record, kwargs, calls=calls)
             usage, record.usage = _usage(run.usage, before), run.usage
         if text is not None:
             task.memory.put(ChatMessage(role="user", content=text))
@@ -339,8 +338,13 @@ class PydanticAIWorker(BaseAgentWorker):
         step: TaskStep,
         record: RunRecord,
         kwargs: dict[str, Any],
+        *,
+        calls: list[Call] | None = None,
     ) -> _Settled:
-        """Record the history the run reached at `node`, and the steps that follow from it."""
+        """Record the history the run reached at `node`, and the steps that follow from it.
+
+        `calls` are the node's calls when the caller classified them already.
+        """
         if Agent.is_end_node(node):
             record.messages = run.all_messages()
             output = node.data.output
@@ -352,7 +356,9 @@ class PydanticAIWorker(BaseAgentWorker):
             return _Settled(next_steps=[_model_request_step(step)])
         if Agent.is_call_tools_node(node):
             record.messages = run.all_messages()
-            record.batch = Batch(self._classify(run, node.model_response))
+            record.batch = Batch(
+                calls if calls is not None else self._classify(run, node.model_response)
+            )
             return _Settled(next_steps=self._tool_steps(step, record.batch, kwargs))
         raise UserError(
             f"the pydantic-ai run reached {type(node).__name__}, which Stepwise cannot step"
