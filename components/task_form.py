@@ -306,7 +306,9 @@ def render_create_form() -> None:
     registry = default_registry()
     render_user_code(registry)
     spec = _pick_agent(state.agent_spec(), registry)
-    st.text(f"Model: {model_label(spec)}")  # a typed model name is not markdown
+    framework = _framework_of(registry, spec.agent) if spec.agent is not None else None
+    model = f"the {framework} agent's own" if framework else model_label(spec)
+    st.text(f"Model: {model}")  # a typed model name is not markdown
     if spec.agent is not None:
         st.text(f"Agent: {agent_label(spec)}")  # the user's names and paths are not markdown
     text = st.text_area("Task", placeholder="What should the agent do?", key="form-task")

@@ -15,6 +15,7 @@ from agent_core.user_code.imports import forget_user_modules
 from agent_core.user_code.registry import AGENTS_ENV, TOOLS_ENV
 from tests.agent_core._user_projects import write_project
 
+ROOT = Path(__file__).resolve().parents[2]
 TASK_KEY = "stepwise.task_id"
 REASON = "the graph runs its queued calls as they are"
 
@@ -120,3 +121,20 @@ def test_a_frameworks_steps_show_their_names_limits_question_and_traceback(graph
     assert traces[0].rstrip().endswith("ValueError: stock cannot be -1")
     assert "agent_core/runtime" not in traces[0]
     assert at.session_state[TASK_KEY]
+
+
+def test_the_form_says_a_frameworks_agent_runs_on_its_own_model(app_env, monkeypatch):
+    write_project(app_env, {"calc.py": (ROOT / "examples" / "pydantic_ai_agent.py").read_text()})
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv(AGENTS_ENV, json.dumps({"calc": "calc.py:agent"}))
+    monkeypatch.delenv(TOOLS_ENV, raising=False)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    try:
+        ok(at.run())
+        at.selectbox(key="form-worker").set_value("agent:calc").run()
+        shown = [t.value for t in at.text]
+        assert "Model: the pydantic-ai agent's own" in shown
+        assert any("pydantic-ai agent runs on its own model" in c.value for c in at.caption)
+        assert at.checkbox(key="form-approval")  # Offered for a framework's agent.
+    finally:
+        forget_user_modules()
