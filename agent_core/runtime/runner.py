@@ -503,6 +503,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
                     params={"status": status, "action": verb},
                 )
             self._commit(state, change(state, step))
+            telemetry_hooks.task_event(state, f"step_{verb}", step=step)
         return step
 
     # ---------------------------------------------------------------------- running

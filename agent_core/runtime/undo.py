@@ -13,6 +13,7 @@ import logging
 from agent_core.effects import revert_effects
 from agent_core.memory import ChatMemoryBuffer
 from agent_core.store.base import MemoryWrite, TaskChange
+from agent_core.telemetry import hooks as telemetry_hooks
 from agent_core.types import (
     StepKind,
     StepSnapshot,
@@ -53,6 +54,7 @@ def undo_last(state: TaskState, change: TaskChange) -> TaskStep:
     else:
         touched = _requeue(state, step, change)
     _record(change, state, [step, *touched])
+    telemetry_hooks.step_undone(state, step, change)
     return step
 
 

@@ -15,9 +15,10 @@ spans unless asked for, with `capture_content=True` or `STEPWISE_OTLP_CAPTURE_CO
 No API key ever reaches a span: attributes are taken from an allow-list of fields, and a
 model's base URL is exported without its user, password and query.
 
-The span tree (see `agent_core.telemetry.spans` for how a task that outlives a process is
-traced): a task's AGENT span, its steps' CHAIN spans, and under each step its LLM and TOOL
-spans. Undo, feedback, abandon and finalize are events on the task's span.
+The span tree (see `agent_core.telemetry.spans`): one trace per task, whose id is the task
+id, with the task's AGENT root, its steps' CHAIN spans (`step 3 · tool add`), under each step
+its LLM and TOOL spans, and a short span for each undo, skip and person's message, and the
+task's summary at finalize or abandon. `using_session` adds a session, a user and metadata.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ from typing import TYPE_CHECKING
 from agent_core.errors import UserError
 from agent_core.extras import require
 from agent_core.telemetry import hooks
+from agent_core.telemetry.session import using_session
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-__all__ = ["instrument", "is_instrumented", "uninstrument"]
+__all__ = ["instrument", "is_instrumented", "uninstrument", "using_session"]
 
 
 def instrument(
@@ -80,7 +82,7 @@ def instrument(
 
 
 def uninstrument() -> None:
-    """Stop tracing: open task spans end (marked still open) and a provider made here flushes.
+    """Stop tracing: a provider made here flushes its spans and shuts down.
 
     The environment variable is not read again: tracing stays off until `instrument`.
     """

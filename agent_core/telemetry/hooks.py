@@ -34,6 +34,7 @@ __all__ = [
     "observers",
     "step_ended",
     "step_started",
+    "step_undone",
     "task_deleted",
     "task_event",
     "traced_chat",
@@ -130,10 +131,20 @@ def task_event(
     text: str | None = None,
     end: bool = False,
 ) -> None:
-    """Record `name` (undo, feedback, abandon, finalize) on the task's span; `end` closes it."""
+    """Record committed `name` (undo, feedback, skip, abandon, finalize) in the task's trace.
+
+    `end` (finalize, abandon) sends the task's summary.
+    """
     on = active()
     if on is not None:
         on.task_event(state, name, step=step, text=text, end=end)
+
+
+def step_undone(state: TaskState, step: TaskStep, change: object) -> None:
+    """Note `step` undone by `change` (not committed yet); `task_event("step_undone")` tells."""
+    on = active()
+    if on is not None:
+        on.step_undone(state, step, change)
 
 
 def task_deleted(task_id: str) -> None:

@@ -94,27 +94,32 @@ def test_demo_seed_question_makes_one_task_span_with_steps_model_and_tool_calls(
     spans = exporter.get_finished_spans()
 
     [task] = by_name(spans, "invoke_agent")
+    [summary] = by_name(spans, "task finalized")
     steps = by_name(spans, "step ")
     chats = by_name(spans, "chat ")
     tools = by_name(spans, "execute_tool ")
     assert task.name == "invoke_agent demo-react"
-    assert [s.name for s in steps] == ["step llm"] * 3
+    assert [s.name for s in steps] == [
+        "step 1 · llm → multiply",
+        "step 2 · llm → add",
+        "step 3 · llm → answer",
+    ]
     assert [s.name for s in tools] == ["execute_tool multiply", "execute_tool add"]
-    assert len(chats) == 3 and len(spans) == 1 + 3 + 3 + 2
-    assert {s.context.trace_id for s in spans} == {task.context.trace_id}
+    assert len(chats) == 3 and len(spans) == 1 + 3 + 3 + 2 + 1
+    assert {s.context.trace_id for s in spans} == {task.context.trace_id} == {int(task_id, 16)}
     assert task.parent is None
-    assert {parent_of(s) for s in steps} == {task.context.span_id}
+    assert {parent_of(s) for s in (*steps, summary)} == {task.context.span_id}
     step_ids = [s.context.span_id for s in steps]
     assert [parent_of(c) for c in chats] == step_ids
     assert [parent_of(t) for t in tools] == step_ids[:2]
 
-    kinds = {s.name: s.attributes["openinference.span.kind"] for s in spans}
+    kinds = {s.name.split(" ")[0]: s.attributes["openinference.span.kind"] for s in spans}
     assert kinds == {
-        "invoke_agent demo-react": "AGENT",
-        "step llm": "CHAIN",
-        "chat demo (scripted)": "LLM",
-        "execute_tool multiply": "TOOL",
-        "execute_tool add": "TOOL",
+        "invoke_agent": "AGENT",
+        "task": "AGENT",
+        "step": "CHAIN",
+        "chat": "LLM",
+        "execute_tool": "TOOL",
     }
     assert {s.attributes["session.id"] for s in spans} == {task_id}
     assert all(s.status.status_code is StatusCode.OK for s in spans)
@@ -150,9 +155,10 @@ def test_step_and_model_spans_carry_numbers_status_and_the_token_counts_the_outp
         assert attributes["llm.token_count.total"] == output.usage.total_tokens
         assert attributes["stepwise.step.id"] == output.task_step.step_id
     [task] = by_name(spans, "invoke_agent")
+    [summary] = by_name(spans, "task finalized")
     total = agent.get_task(task_id).usage.total_tokens
-    assert task.attributes["stepwise.task.tokens.total"] == total > 0
-    assert task.attributes["stepwise.task.status"] == "completed"
+    assert summary.attributes["stepwise.task.tokens.total"] == total > 0
+    assert summary.attributes["stepwise.task.status"] == "completed"
     assert task.attributes["agent.name"] == "ReActAgentWorker"
     assert [t.attributes["tool.name"] for t in by_name(spans, "execute_tool")] == [
         "multiply",
@@ -192,11 +198,12 @@ def test_content_capture_exports_prompts_replies_arguments_and_outputs(
     run_seed(agent)
     spans = exporter.get_finished_spans()
     [task] = by_name(spans, "invoke_agent")
+    [summary] = by_name(spans, "task finalized")
     first_chat = by_name(spans, "chat ")[0].attributes
     multiply = by_name(spans, "execute_tool multiply")[0].attributes
 
     assert task.attributes["input.value"] == SEED
-    assert task.attributes["output.value"] == "405"
+    assert summary.attributes["output.value"] == "405"
     assert first_chat["llm.input_messages.0.message.role"] == "system"
     user = [k for k, v in first_chat.items() if v == "user" and k.endswith("message.role")]
     assert first_chat[user[0].replace("role", "content")] == SEED
@@ -221,7 +228,7 @@ def test_the_environment_asks_for_content_too(
 # --- events and errors -----------------------------------------------------------------------
 
 
-def test_undo_and_feedback_are_events_on_the_task_span_and_the_rerun_a_new_branch(
+def test_undo_and_feedback_are_spans_in_the_task_trace_and_the_rerun_is_marked(
     make_agent: MakeAgent, exporter
 ):
     agent, _ = make_agent([*SEED_REPLIES[:1], *SEED_REPLIES])
@@ -234,15 +241,33 @@ def test_undo_and_feedback_are_events_on_the_task_span_and_the_rerun_a_new_branc
     agent.finalize_response(task.task_id)
     spans = exporter.get_finished_spans()
     [task_span] = by_name(spans, "invoke_agent")
+    assert {
+        parent_of(s)
+        for s in spans
+        if s is not task_span and not s.name.startswith(("chat", "execute"))
+    } == {task_span.context.span_id}
 
-    events = [(e.name, dict(e.attributes)) for e in task_span.events]
-    assert [name for name, _ in events] == ["step_undone", "feedback", "task_finalized"]
-    assert events[0][1]["stepwise.step.id"] == first.task_step.step_id
-    assert "input.value" not in events[1][1]  # The feedback's text is content.
-    steps = by_name(spans, "step ")
-    assert len(steps) == 4
-    assert steps[0].attributes["stepwise.step.branch"] == "main"
-    assert steps[1].attributes["stepwise.step.branch"] != "main"
+    names = [s.name for s in spans if s.name.startswith(("step", "undo", "task"))]
+    assert names == [
+        "step 1 · llm → multiply",
+        "undo step 1 · llm → multiply",
+        "step 1 · feedback",
+        "step 2 · llm → multiply · re-run",
+        "step 3 · llm → add",
+        "step 4 · llm → answer",
+        "task finalized",
+    ]
+    undo = by_name(spans, "undo step")[0]
+    assert undo.attributes["stepwise.step.id"] == first.task_step.step_id
+    assert undo.attributes["stepwise.step.undone"] is True
+    [undone_link] = undo.links
+    assert undone_link.context.span_id == by_name(spans, "step 1 · llm")[0].context.span_id
+    feedback = by_name(spans, "step 1 · feedback")[0].attributes
+    assert "input.value" not in feedback  # The feedback's text is content.
+    rerun = by_name(spans, "step 2 · llm")[0]
+    assert rerun.attributes["stepwise.step.rerun_of"] == first.task_step.step_id
+    assert rerun.attributes["stepwise.step.branch"] != "main"
+    assert by_name(spans, "step 1 · llm")[0].attributes["stepwise.step.branch"] == "main"
 
 
 def test_abandon_ends_the_task_span_with_an_event(make_agent: MakeAgent, exporter):
@@ -250,9 +275,12 @@ def test_abandon_ends_the_task_span_with_an_event(make_agent: MakeAgent, exporte
     task = agent.create_task(SEED)
     agent.run_step(task.task_id)
     agent.abandon_task(task.task_id)
-    [task_span] = by_name(exporter.get_finished_spans(), "invoke_agent")
-    assert [e.name for e in task_span.events] == ["task_abandoned"]
-    assert task_span.attributes["stepwise.task.status"] == "abandoned"
+    spans = exporter.get_finished_spans()
+    [task_span] = by_name(spans, "invoke_agent")
+    [summary] = by_name(spans, "task abandoned")
+    assert parent_of(summary) == task_span.context.span_id
+    assert summary.attributes["stepwise.task.status"] == "abandoned"
+    assert summary.status.status_code is StatusCode.UNSET
 
 
 def test_a_failing_tool_gives_its_span_an_error_status_and_the_step_goes_on(exporter):
@@ -292,8 +320,10 @@ def test_a_failing_model_call_fails_its_span_and_its_step_span_without_the_messa
     assert step.status.status_code is StatusCode.ERROR
     assert step.attributes["stepwise.step.status"] == "failed"
     assert "secret prompt text" not in exported_text(spans)
-    agent.abandon_task(task.task_id)  # The task span stayed open for a retry until now.
-    assert len(by_name(exporter.get_finished_spans(), "invoke_agent")) == 1
+    assert len(by_name(spans, "invoke_agent")) == 1  # The open task is there already.
+    agent.abandon_task(task.task_id)
+    spans = exporter.get_finished_spans()
+    assert len(by_name(spans, "invoke_agent")) == 1 and len(by_name(spans, "task abandoned")) == 1
 
 
 # --- off ---------------------------------------------------------------------------------------
@@ -477,10 +507,13 @@ def test_the_endpoint_variable_sends_the_spans_to_an_otlp_collector(
     assert sorted(names) == sorted(
         [
             "invoke_agent ReActAgentWorker",
-            *["step llm"] * 3,
+            "step 1 · llm → multiply",
+            "step 2 · llm → add",
+            "step 3 · llm → answer",
             *["chat scripted"] * 3,
             "execute_tool multiply",
             "execute_tool add",
+            "task finalized",
         ]
     )
     assert sessions == {task_id}
