@@ -51,6 +51,7 @@ Remedy = Literal[
     "shorten",  # an input is over a size limit
     "retry",  # a passing problem (timeout, rate limit): run the step again
     "reload_code",  # the user's code or an MCP server needs reloading (fix it if needed first)
+    "raise_limits",  # the task reached a bound of its run (steps, tokens, cost): raise it
 ]
 
 
@@ -110,6 +111,19 @@ ERROR_CODES: Mapping[str, str] = {
     "user's code is reloaded, which starts it again",
     "mcp_call_timeout": "an MCP server (`server`) did not answer a call of `tool` within "
     "`timeout_s` s; it still runs, so the step can run again",
+    "limit_reached": "the task spent its bound `limit_name` (`limit`; `used` so far): raise "
+    "the task's limits to go on",
+    "fork_point_not_completed": "a fork must start from a completed step of the task, and "
+    "`step_id` is not one",
+    "fork_of_imported": "an imported task cannot be forked (its file writes name another "
+    "machine's folders)",
+    "thread_not_finished": "a task can continue only the conversation of a finalized task, and "
+    "task `task_id` is `status`",
+    "edit_after_finish": "the task finished at step `finished_at`, so no step would read an "
+    "edited conversation",
+    "conversation_unchanged": "an edit of the conversation changed nothing",
+    "conversation_not_editable": "the agent's framework keeps its conversation itself "
+    "(`reason`), so Stepwise cannot continue or edit it",
 }
 """Every code an `AgentCoreError` carries, with what it means (its `params` in backticks).
 

@@ -299,14 +299,15 @@ class AgentSpec(BaseModel):
     ) -> ParallelAgentRunner:
         """A runner for this spec; its tasks record the spec.
 
-        Demo runners keep no conversation between tasks: the scripted model plays each
-        scenario from its start.
+        Every task starts a conversation of its own (a thread), whatever the model: one
+        task's messages never reach another's prompts unless it continues that task's
+        thread (`create_task(continue_from=...)`).
         """
         return ParallelAgentRunner(
             self.build_worker(api_key=api_key, prices=prices, registry=registry),
             store=store,
             max_concurrency=max_concurrency,
-            conversation_id=f"spec:{self.name}" if PROVIDERS[self.provider].takes_model else None,
+            conversation_id=None,
             spec=self.model_dump(mode="json"),
         )
 

@@ -21,10 +21,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent_core.errors import UserError
-from agent_core.runtime.worker_state import dump_state
+from agent_core.runtime.fork import new_task_change, renamed_copy
 from agent_core.spec import AgentSpec
-from agent_core.store.base import MemoryWrite, Store, TaskChange
-from agent_core.types import TaskState, TaskStep, new_id, short_id, utcnow
+from agent_core.store.base import Store
+from agent_core.types import TaskState, new_id, short_id, utcnow
 
 __all__ = ["MAX_TRACE_BYTES", "TRACE_FORMAT", "TRACE_VERSION", "export_trace", "import_trace"]
 
@@ -82,17 +82,9 @@ def import_trace(text: str | bytes, store: Store, *, as_new: bool = True) -> str
     """
     state = _read_state(_parse(text))
     task_id = new_id() if as_new else _free_task_id(state.task_id, store)
-    imported = _renamed(state, task_id)
-    store.commit(
-        TaskChange(
-            state=imported,
-            base_version=None,
-            steps=list(imported.steps.values()),
-            outputs=list(imported.outputs.values()),
-            snapshots=list(imported.snapshots.values()),
-            memory=MemoryWrite(keep=0, append=imported.task.memory.get_all()),
-        )
-    )
+    imported, _ = renamed_copy(state, task_id)
+    imported.task.imported = True
+    store.commit(new_task_change(imported))
     return task_id
 
 
@@ -235,55 +227,3 @@ def _free_task_id(task_id: str, store: Store) -> str:
             "import the trace as a new task (as_new=True)"
         )
     return task_id
-
-
-# ------------------------------------------------------------------------- renaming
-
-
-def _renamed(state: TaskState, task_id: str) -> TaskState:
-    """A copy of `state` under `task_id` with fresh step ids, read-only, at version 1."""
-    ids = {old: new_id() for old in state.steps}
-    steps = {ids[old]: _renamed_step(step, task_id, ids) for old, step in state.steps.items()}
-    outputs = {
-        ids[old]: output.model_copy(
-            update={
-                "task_step": steps[ids[old]],
-                "next_steps": [
-                    steps[ids[s.step_id]] for s in output.next_steps if s.step_id in ids
-                ],
-            }
-        )
-        for old, output in state.outputs.items()
-    }
-    snapshots = {
-        ids[old]: snap.model_copy(update={"step_id": ids[old]})
-        for old, snap in state.snapshots.items()
-    }
-    task = state.task.model_copy(
-        update={"task_id": task_id, "imported": True, "updated_at": utcnow()}
-    )
-    renamed = TaskState(
-        task=task,
-        steps=steps,
-        outputs=outputs,
-        queue=[ids[s] for s in state.queue],
-        completed=[ids[s] for s in state.completed],
-        snapshots=snapshots,
-        version=1,
-    )
-    renamed.set_extra_state_json(dump_state(task.extra_state, task_id=task_id, step_id=""))
-    return renamed
-
-
-def _renamed_step(step: TaskStep, task_id: str, ids: dict[str, str]) -> TaskStep:
-    # Links to steps the trace lacks are dropped: they named nothing there either (undo
-    # removes the steps it dequeues), and a dangling id could name a step of another task.
-    return step.model_copy(
-        update={
-            "task_id": task_id,
-            "step_id": ids[step.step_id],
-            "prev_step_ids": [ids[s] for s in step.prev_step_ids if s in ids],
-            "next_step_ids": [ids[s] for s in step.next_step_ids if s in ids],
-            "depends_on": [ids[s] for s in step.depends_on if s in ids],
-        }
-    )

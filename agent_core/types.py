@@ -24,6 +24,8 @@ __all__ = [
     "INTERRUPT_KEY",
     "AgentChatResponse",
     "AgentState",
+    "ForkPoint",
+    "RunLimits",
     "StepAction",
     "StepInput",
     "StepKind",
@@ -123,6 +125,31 @@ class StepAction(StrEnum):
     """Add a person's message before this step runs (`add_feedback`)."""
 
 
+class RunLimits(BaseModel):
+    """Bounds a person set on one task's run; None leaves the agent's own bound.
+
+    The worker's `max_iterations` (its constructor argument, or the spec's) is the default;
+    a person raises it on the task from the app, so a task stopped by a bound can go on.
+    """
+
+    max_iterations: int | None = Field(default=None, ge=1, le=100_000)
+    """Reasoning steps the task may take."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Tokens (prompt and completion) the task's completed steps may spend."""
+    max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Dollars the task's completed steps may spend (for models whose price is known)."""
+
+
+class ForkPoint(BaseModel):
+    """Where a forked task came from: a completed step of another task."""
+
+    task_id: str
+    step_id: str
+    """The original's step, the fork's last completed step (under a new id in the fork)."""
+    number: int | None = None
+    """That step's number, for people."""
+
+
 class Task(BaseModel):
     """One request to an agent, run as a sequence (or DAG) of steps."""
 
@@ -143,6 +170,17 @@ class Task(BaseModel):
     """Tokens and cost of the task's completed steps."""
     imported: bool = False
     """A copy read from a trace file: shown as it was, never run (see `agent_core.trace`)."""
+    thread_id: str = ""
+    """The conversation thread the task belongs to; its own id when it started one (set on
+    validation). A task that continues a finished task's conversation shares its thread."""
+    forked_from: ForkPoint | None = None
+    """Set on a task made by `AgentRunner.fork_task`."""
+    limits: RunLimits = Field(default_factory=RunLimits)
+    """Bounds a person set on this task (`AgentRunner.set_limits`)."""
+
+    def model_post_init(self, _context: object) -> None:  # noqa: D102 - pydantic hook
+        if not self.thread_id:  # A new task, or one stored before threads: its own thread.
+            self.thread_id = self.task_id
 
 
 class TaskStep(BaseModel):

@@ -210,6 +210,8 @@ ADVICE: dict[str, str] = {
     "retry": "Press Run step to try again.",
     "reload_code": "Fix it if it needs it, press Reload my code on the New task form, then "
     "Run step again. Nothing completed was lost.",
+    "raise_limits": "Raise the task's bound with the Limits button above the steps, then press "
+    "Run step again. Nothing completed was lost.",
 }
 """What to do, by the runtime's `remedy`, naming the button or page that does it."""
 

@@ -156,6 +156,11 @@ class LangGraphWorker(BaseAgentWorker):
         self._models = _chat_models(graph)
 
     @property
+    def keeps_own_conversation(self) -> str:
+        """The framework's state holds the conversation, not `Task.memory`."""
+        return "LangGraph keeps the graph state in its checkpoints"
+
+    @property
     def own_model(self) -> str:
         """The chat models the graph's nodes call: the app's model is not used."""
         return ", ".join(self._models) or "the one its nodes call"

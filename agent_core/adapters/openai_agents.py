@@ -157,6 +157,11 @@ class OpenAIAgentsWorker(BaseAgentWorker):
         self._provider = MultiProvider()
 
     @property
+    def keeps_own_conversation(self) -> str:
+        """The framework's state holds the conversation, not `Task.memory`."""
+        return "the Agents SDK keeps the run's input list itself"
+
+    @property
     def own_model(self) -> str:
         """The first agent's model, as the SDK names it (its default when it names none)."""
         model = self.agent.model

@@ -128,6 +128,11 @@ class PydanticAIWorker(BaseAgentWorker):
         self.tool_approval = tool_approval
 
     @property
+    def keeps_own_conversation(self) -> str:
+        """The framework's state holds the conversation, not `Task.memory`."""
+        return "pydantic-ai keeps the message history in its run"
+
+    @property
     def own_model(self) -> str:
         """The model the agent runs on, as pydantic-ai names it ("openai:gpt-4o", ...)."""
         model = self.agent.model

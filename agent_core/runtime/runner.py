@@ -19,6 +19,8 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from agent_core._nesting import MAX_NESTING, too_deep
 from agent_core.errors import (
     AgentCoreError,
@@ -37,11 +39,18 @@ from agent_core.events import (
     StepStartedEvent,
 )
 from agent_core.llms.base import LLM, ChatMessage
-from agent_core.memory import DEFAULT_TOKEN_LIMIT, ChatMemoryBuffer
+from agent_core.memory import DEFAULT_TOKEN_LIMIT, ChatMemoryBuffer, StagedMemory
 from agent_core.runtime import undo
 from agent_core.runtime.breakpoints import Breakpoint, RunUntilResult, tool_hold
 from agent_core.runtime.claims import claim_is_stale, new_claim_owner
 from agent_core.runtime.contracts import AgentWorker, new_messages
+from agent_core.runtime.conversation_edit import (
+    CONVERSATION_EDIT,
+    CONVERSATION_EDIT_KEY,
+    conversation_of,
+    describe_edit,
+)
+from agent_core.runtime.fork import fork_state, new_task_change
 from agent_core.runtime.llamaindex_api import (
     LlamaIndexRunnerAPI,
     build_from_llm,
@@ -71,6 +80,7 @@ from agent_core.tools.base import BaseTool
 from agent_core.types import (
     AgentChatResponse,
     AgentState,
+    RunLimits,
     StepAction,
     StepInput,
     StepKind,
@@ -255,6 +265,12 @@ class AgentRunner(LlamaIndexRunnerAPI):
     def create_task(self, input: str, **kwargs: Any) -> Task:
         """Create a task and queue its first step; nothing runs yet.
 
+        The task starts from the runner's conversation (LlamaIndex's runner-level memory,
+        which `chat()` grows; empty when the runner has no `conversation_id`), unless
+        `continue_from` names a finalized task: then it starts from that task's whole
+        conversation and joins its thread (`Task.thread_id`), the way a LangGraph thread
+        goes on.
+
         Keyword arguments `extra_state` (initial worker state) and `spec` (the agent's
         description) are stored on the task; `ledger_key` records the outside request the
         task answers in the store's task ledger, in the same transaction as the task (see
@@ -263,15 +279,16 @@ class AgentRunner(LlamaIndexRunnerAPI):
         if not isinstance(input, str):
             raise UserError(f"a task input must be a str, got {type(input).__name__}")
         self._check_size(input, "the task input")
+        history, thread_id = self._thread_start(kwargs.pop("continue_from", None))
         task = Task(
             input=input,
             memory=ChatMemoryBuffer(
-                messages=self.memory.get_all(),
-                token_limit=self.memory.token_limit or DEFAULT_TOKEN_LIMIT,
+                messages=history, token_limit=self.memory.token_limit or DEFAULT_TOKEN_LIMIT
             ),
-            history_length=len(self.memory),
+            history_length=len(history),
             extra_state={**self.init_task_state_kwargs, **(kwargs.pop("extra_state", None) or {})},
             spec=kwargs.pop("spec", self.spec),
+            thread_id=thread_id or "",
         )
         ledger_key: str | None = kwargs.pop("ledger_key", None)
         step = self.agent_worker.initialize_step(task, **kwargs)
@@ -287,6 +304,33 @@ class AgentRunner(LlamaIndexRunnerAPI):
         self._commit(state, change)
         self.state.task_dict[task.task_id] = state
         return task
+
+    def _thread_start(self, continue_from: str | None) -> tuple[list[ChatMessage], str | None]:
+        """The conversation a new task starts from, and the thread it joins (None: its own)."""
+        if continue_from is None:
+            return self.memory.get_all(), None
+        earlier = self._task_state(continue_from)
+        if earlier.task.status is not TaskStatus.COMPLETED:
+            raise UserError(
+                f"task {short_id(continue_from)} is {earlier.task.status.value}; only a "
+                "finalized task's conversation can be continued",
+                hint="finalize it first, or start a new conversation",
+                remedy="finalize",
+                task_id=continue_from,
+                code="thread_not_finished",
+                params={"status": earlier.task.status.value},
+            )
+        self._check_own_conversation("continue a conversation")
+        return earlier.task.memory.get_all(), earlier.task.thread_id
+
+    def _check_own_conversation(self, action: str) -> None:
+        reason = getattr(self.agent_worker, "keeps_own_conversation", None)
+        if reason:
+            raise UserError(
+                f"this agent cannot {action}: {reason}",
+                code="conversation_not_editable",
+                params={"reason": reason, "action": action},
+            )
 
     def get_task(self, task_id: str) -> Task:
         """The task with this id."""
@@ -322,6 +366,51 @@ class AgentRunner(LlamaIndexRunnerAPI):
     def get_completed_tasks(self) -> list[TaskSummary]:
         """The tasks that were finalized."""
         return [t for t in self.list_tasks() if t.status is TaskStatus.COMPLETED]
+
+    def fork_task(self, task_id: str, step_id: str) -> Task:
+        """A new task that starts where `task_id` stood just after completed step `step_id`.
+
+        The fork has the original's conversation, worker state and steps up to that step, a
+        copy of its workspace files as they were then, and its next step upcoming; the
+        original is left untouched. Its `forked_from` says where it came from.
+        """
+        original = self.snapshot_task_state(task_id)
+        fork = fork_state(original, step_id)
+        self._commit(fork, new_task_change(fork))
+        self.state.task_dict[fork.task_id] = fork
+        telemetry_hooks.task_event(fork, "task_forked", text=task_id)
+        return fork.task
+
+    def set_limits(self, task_id: str, **limits: int | float | None) -> Task:
+        """Set bounds of one task's run; None gives a bound back to the agent's default.
+
+        The bounds are `RunLimits`'s: `max_iterations`, `max_tokens` and `max_cost_usd`.
+
+        A task stopped by a bound goes on once it is raised: run the failed step again.
+        Bounds are not part of undo: they say what a person allows, not what the agent did.
+        """
+        unknown = set(limits) - set(RunLimits.model_fields)
+        if unknown:
+            raise UserError(
+                f"unknown limit {sorted(unknown)[0]!r}; the limits are "
+                f"{', '.join(RunLimits.model_fields)}"
+            )
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            check_active(state, "change its limits")
+            try:
+                merged = RunLimits.model_validate({**state.task.limits.model_dump(), **limits})
+            except ValidationError as exc:
+                raise UserError(
+                    f"the limits are not valid: {exc.errors()[0]['msg']}",
+                    hint="give whole numbers of at least 1 (dollars above 0), or None",
+                    code="bad_request",
+                ) from None
+            state.task.limits = merged
+            if state.task.status is TaskStatus.FAILED:  # A bound stopped it: it may go on.
+                state.task.status = TaskStatus.ACTIVE
+            self._commit(state, TaskChange(state=state, base_version=state.version))
+        return state.task
 
     def delete_task(self, task_id: str) -> None:
         """Delete a task, its steps and its workspace folder (the shared conversation is kept).
@@ -811,51 +900,97 @@ class AgentRunner(LlamaIndexRunnerAPI):
         state = self._task_state(task_id)
         with self._lock(task_id):
             check_active(state, "take feedback")
-            last = state.last_output
-            if last is not None and last.is_last and not state.queue:
-                raise NothingToRunError(
-                    f"task {short_id(task_id)} already finished at step {last.task_step.number}, "
-                    "so no step would read the feedback",
-                    hint="undo_step() first and give it before the last step runs again",
-                    remedy="undo",
-                    task_id=task_id,
-                    code="feedback_after_finish",
-                    params={"finished_at": last.task_step.number},
-                )
+            self._check_a_step_follows(state, "feedback_after_finish")
             following = next((s for s in state.step_queue if state.is_ready(s)), None)
             if following is not None:
                 check_can(following, StepAction.FEEDBACK)
-            step = TaskStep(
-                task_id=task_id,
-                input=text,
-                kind=StepKind.HUMAN,
-                prev_step_ids=[last.task_step.step_id] if last else [],
-                branch_id=last.task_step.branch_id if last else "main",
-            )
             staged = state.task.memory.staged()
             staged.put(ChatMessage(role="user", content=text))
-            snapshot = StepSnapshot(
-                step_id=step.step_id,
-                memory=state.task.memory.apply(staged),
-                extra_state_json=state.extra_state_json,
-            )
-            state.steps[step.step_id] = step
-            state.queue.insert(0, step.step_id)
-            mark_completed(state, step, [])
-            undo.link_feedback(state, step)
-            output = TaskStepOutput(output=text, task_step=step)
-            state.outputs[step.step_id] = output
-            state.snapshots[step.step_id] = snapshot
-            change = TaskChange(
-                state=state,
-                base_version=state.version,
-                steps=[state.steps[s] for s in (step.step_id, *state.queue)],
-                outputs=[output],
-                snapshots=[snapshot],
-                memory=memory_write(snapshot, state.task.memory),
-            )
-            self._commit(state, change)
+            step = self._record_human_step(state, TaskStep(task_id=task_id, input=text), staged)
             telemetry_hooks.task_event(state, "feedback", step=step, text=text)
+        return step
+
+    def edit_conversation(self, task_id: str, messages: Sequence[ChatMessage]) -> TaskStep:
+        """Replace the conversation the model reads next with `messages` (a `human` step).
+
+        Change a message's text, drop messages, add some: the edit is recorded as a step
+        named "edit conversation" that `undo_step` reverts exactly, and the next step reads
+        the edited conversation. `preview_messages` shows the result before anything runs.
+        """
+        edited = conversation_of(messages)
+        self._check_size(json.dumps([m.model_dump(mode="json") for m in edited]), "the edit")
+        state = self._task_state(task_id)
+        with self._lock(task_id):
+            check_active(state, "edit its conversation")
+            self._check_a_step_follows(state, "edit_after_finish")
+            self._check_own_conversation("edit its conversation")
+            before = state.task.memory.get_all()
+            change = describe_edit(before, edited)
+            if change is None:
+                raise UserError(
+                    "the edited conversation is the same as the current one",
+                    hint="change, drop or add a message",
+                    code="conversation_unchanged",
+                )
+            staged = state.task.memory.staged()
+            staged.set(edited)
+            step = TaskStep(
+                task_id=task_id,
+                input=change.summary,
+                name=CONVERSATION_EDIT,
+                step_state={CONVERSATION_EDIT_KEY: change.model_dump()},
+            )
+            step = self._record_human_step(state, step, staged)
+            telemetry_hooks.task_event(state, "conversation_edited", step=step, text=change.summary)
+        return step
+
+    @staticmethod
+    def _check_a_step_follows(state: TaskState, code: str) -> None:
+        """Refuse a person's input that no step would read: the task already finished."""
+        last = state.last_output
+        if last is not None and last.is_last and not state.queue:
+            raise NothingToRunError(
+                f"task {short_id(state.task_id)} already finished at step "
+                f"{last.task_step.number}, so no step would read it",
+                hint="undo_step() first and give it before the last step runs again",
+                remedy="undo",
+                task_id=state.task_id,
+                code=code,
+                params={"finished_at": last.task_step.number},
+            )
+
+    def _record_human_step(
+        self, state: TaskState, step: TaskStep, staged: StagedMemory
+    ) -> TaskStep:
+        """Commit a person's `human` step: `staged` holds its change to the conversation.
+
+        It is completed at once, before the upcoming steps, with the snapshot undo needs.
+        """
+        last = state.last_output
+        step.kind = StepKind.HUMAN
+        step.prev_step_ids = [last.task_step.step_id] if last else []
+        step.branch_id = last.task_step.branch_id if last else "main"
+        snapshot = StepSnapshot(
+            step_id=step.step_id,
+            memory=state.task.memory.apply(staged),
+            extra_state_json=state.extra_state_json,
+        )
+        state.steps[step.step_id] = step
+        state.queue.insert(0, step.step_id)
+        mark_completed(state, step, [])
+        undo.link_feedback(state, step)
+        output = TaskStepOutput(output=step.input, task_step=step)
+        state.outputs[step.step_id] = output
+        state.snapshots[step.step_id] = snapshot
+        change = TaskChange(
+            state=state,
+            base_version=state.version,
+            steps=[state.steps[s] for s in (step.step_id, *state.queue)],
+            outputs=[output],
+            snapshots=[snapshot],
+            memory=memory_write(snapshot, state.task.memory),
+        )
+        self._commit(state, change)
         return step
 
     def undo_step(self, task_id: str, *, steps: int = 1) -> TaskStep:

@@ -27,6 +27,7 @@ from agent_core.errors import (
 )
 from agent_core.runtime.claims import CLAIM_PERSIST_DELAY_S, IN_FLIGHT
 from agent_core.runtime.contracts import StepHost
+from agent_core.runtime.limits import check_spending
 from agent_core.runtime.queue import (
     adopt_next_steps,
     check_active,
@@ -74,6 +75,7 @@ def claim(
     """Mark the step running here; the store hears of it from `_store_claim`, if at all."""
     with runner._lock(state.task_id):
         check_active(state, "run")
+        check_spending(state)
         step = pick_step(state, step_id)
         if input is not None and input != step.input:
             check_can(step, StepAction.EDIT)

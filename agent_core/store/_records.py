@@ -95,6 +95,7 @@ def summary_of(state: TaskState) -> TaskSummary:
         steps_upcoming=len(state.queue),
         usage=task.usage,
         imported=task.imported,
+        thread_id=task.thread_id,
     )
 
 

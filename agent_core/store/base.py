@@ -70,6 +70,8 @@ class TaskSummary(BaseModel):
     usage: Usage
     imported: bool = False
     """The task is a read-only copy imported from a trace."""
+    thread_id: str = ""
+    """The task's conversation thread (`Task.thread_id`); "" for a damaged row."""
     damaged: str = ""
     """Why the task's stored row cannot be read ("" when it can); such a task is listed as
     failed so that it can be found and deleted."""

@@ -424,7 +424,9 @@ class SQLiteStore:
                 "SELECT task_id, input, status, created_at, updated_at, steps_completed, "
                 "steps_upcoming, usage, "
                 "CASE WHEN json_valid(task) THEN COALESCE(json_extract(task, '$.imported'), 0) "
-                "ELSE 0 END FROM tasks ORDER BY created_at DESC, rowid DESC"
+                "ELSE 0 END, "
+                "CASE WHEN json_valid(task) THEN json_extract(task, '$.thread_id') END "
+                "FROM tasks ORDER BY created_at DESC, rowid DESC"
             ).fetchall()
         return [_summary(row) for row in rows]
 
@@ -582,6 +584,7 @@ def _summary(row: tuple[Any, ...]) -> TaskSummary:
             steps_upcoming=row[6],
             usage=Usage.model_validate_json(row[7]),
             imported=bool(row[8]),
+            thread_id=row[9] or row[0],  # Stored before threads: a thread of its own.
         )
     except (ValueError, TypeError) as exc:
         moment = datetime.fromtimestamp(0, UTC)

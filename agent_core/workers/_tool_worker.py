@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from agent_core.errors import StepError, UserError
 from agent_core.events import EventSink
 from agent_core.llms.base import LLM, ChatMessage, ChatResponse, ToolChoice, ToolSpec
+from agent_core.runtime.limits import iteration_limit
 from agent_core.tools.base import BaseTool
 from agent_core.types import StepKind, Task, TaskStep, TaskStepOutput
 from agent_core.workers._chat import step_chat
@@ -91,13 +92,15 @@ class ToolCallingWorker(BaseAgentWorker):
     def _start_reasoning(self, step: TaskStep, task: Task) -> None:
         """Count a reasoning step against `max_iterations` and put its input into memory."""
         iterations = int(task.extra_state.get("iterations", 0))
-        if iterations >= self.max_iterations:
+        limit = iteration_limit(task.limits, self.max_iterations)
+        if iterations >= limit:
             raise StepError(
-                f"the agent reached max_iterations={self.max_iterations} without an answer; "
-                "undo and steer it with a new input, or build the worker with a higher "
-                "max_iterations",
+                f"the agent reached max_iterations={limit} without an answer; raise the task's "
+                "limit (set_limits(task_id, max_iterations=...)) and run the step again, or "
+                "undo and steer it",
+                remedy="raise_limits",
                 code="max_iterations",
-                params={"limit": self.max_iterations},
+                params={"limit": limit},
             )
         self._put_input(step, task)
         task.extra_state["iterations"] = iterations + 1

@@ -40,6 +40,15 @@ class BaseAgentWorker(ABC):
         """
         return None
 
+    @property
+    def keeps_own_conversation(self) -> str | None:
+        """Why this worker does not read `Task.memory`, else None (it does).
+
+        A framework's agent keeps its conversation in its own state, so Stepwise cannot
+        start it from a finished task's conversation or edit what the model reads next.
+        """
+        return None
+
     @abstractmethod
     def initialize_step(self, task: Task, **kwargs: Any) -> TaskStep:
         """The task's first step (called once, when the task is created)."""

@@ -17,6 +17,7 @@ from typing import Any
 from agent_core._tokens import estimate_tokens
 from agent_core.events import EventSink
 from agent_core.llms.base import LLM, ChatMessage, ChatResponse
+from agent_core.runtime.limits import iteration_limit
 from agent_core.tools.base import BaseTool
 from agent_core.types import Task, TaskStep, TaskStepOutput, ToolOutput
 from agent_core.workers._react_compat import FailureHandler, failure_answer, iterations_used
@@ -151,8 +152,9 @@ class ReActAgentWorker(ToolCallingWorker):
         self, step: TaskStep, task: Task, emit: EventSink | None, kwargs: dict[str, Any]
     ) -> TaskStepOutput:
         give_up = self.handle_reasoning_failure_fn
-        if give_up and iterations_used(task) >= self.max_iterations:
-            return failure_answer(give_up, self.max_iterations, step, task)
+        limit = iteration_limit(task.limits, self.max_iterations)
+        if give_up and iterations_used(task) >= limit:
+            return failure_answer(give_up, limit, step, task)
         self._start_reasoning(step, task)
         response = await self._chat(self.preview_messages(task), step, emit)
         task.memory.put(ChatMessage(role="assistant", content=response.text))

@@ -299,7 +299,7 @@ def test_max_iterations_fails_the_step_with_what_to_do(tools):
     task = agent.create_task(QUESTION)
     result = agent.run_until(task.task_id)
     assert result.reason == "error" and "max_iterations=2" in (result.detail or "")
-    assert "higher max_iterations" in (result.detail or "")
+    assert "set_limits(task_id, max_iterations=...)" in (result.detail or "")
     assert len(result.outputs) == 4  # llm, tool, llm, tool; the third llm step failed
 
 
