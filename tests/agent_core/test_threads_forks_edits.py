@@ -59,10 +59,10 @@ def test_a_spec_runner_gives_every_task_a_conversation_of_its_own(tmp_path):
     assert task.history_length == 0
 
 
-def test_continue_from_starts_with_the_finalized_tasks_conversation_and_thread(
-    make_agent, store
-):
-    runner, _ = make_agent([*SEED_REPLIES, answer("It was 405.")], store=store, conversation_id=None)
+def test_continue_from_starts_with_the_finalized_tasks_conversation_and_thread(make_agent, store):
+    runner, _ = make_agent(
+        [*SEED_REPLIES, answer("It was 405.")], store=store, conversation_id=None
+    )
     first = _finish(runner, QUESTION)
     follow = runner.create_task("And what was the result?", continue_from=first)
     earlier = runner.get_task(first).memory.get_all()
@@ -169,9 +169,7 @@ def test_a_fork_needs_a_completed_step_of_a_live_task(make_agent, tmp_path):
 # -------------------------------------------------------------------- conversation edits
 
 
-def test_an_edit_of_the_conversation_is_a_step_the_model_reads_and_undo_reverts(
-    make_agent, store
-):
+def test_an_edit_of_the_conversation_is_a_step_the_model_reads_and_undo_reverts(make_agent, store):
     runner, llm = make_agent(store=store)
     task = runner.create_task(QUESTION)
     runner.run_step(task.task_id)  # multiply(121, 3)
