@@ -198,7 +198,10 @@ def step_span_name(
 
 
 def _outcome(output: TaskStepOutput) -> str:
-    names = list(dict.fromkeys(call.tool_name for call in output.tool_calls))
+    """The tools a step called, or queued to be approved, or `answer` for a last step."""
+    called = [call.tool_name for call in output.tool_calls]
+    queued = [_called_tool(step.input) for step in output.next_steps if step.kind is StepKind.TOOL]
+    names = list(dict.fromkeys(name for name in (*called, *queued) if name))
     if names:
         return ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
     return "answer" if output.is_last else ""
