@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import logging
 import time
 from typing import Any, cast
 
@@ -63,6 +64,8 @@ _FAIL_COMMIT_TRIES = 3
 _STEP_FAILED_HINT = (
     "nothing completed was lost; edit the step's input and run it again, or undo_step()"
 )
+
+logger = logging.getLogger(__name__)
 
 
 def claim(
@@ -235,6 +238,15 @@ class _Transaction:
         # the cause's code, which the step records too.
         error.code = type(error).default_code if isinstance(error, ConflictError) else "step_failed"
         error.params = why
+        where = why["cause_params"].get("traceback")
+        if where:  # The terminal shows the user's frames too, not only the app.
+            number = len(state.completed) + 1  # The number it would have had.
+            logger.warning(
+                "step %d of task %s failed in your code:\n%s",
+                number,
+                short_id(state.task_id),
+                where.rstrip(),
+            )
         for _ in range(_FAIL_COMMIT_TRIES):
             try:
                 self._record_failure(message, why["cause_code"], why["cause_params"])

@@ -92,7 +92,7 @@ def test_names_and_limits_survive_a_restart(tmp_path):
     assert reloaded.get_completed_steps(task_id)[0].task_step.name == "first node"
 
 
-def test_a_step_failed_by_foreign_code_records_its_traceback(tmp_path):
+def test_a_step_failed_by_foreign_code_records_its_traceback(tmp_path, caplog):
     runner = AgentRunner(
         _LockedWorker(fail_with=ValueError("bad state")), store=SQLiteStore(tmp_path / "s.db")
     )
@@ -102,6 +102,10 @@ def test_a_step_failed_by_foreign_code_records_its_traceback(tmp_path):
     where = failed.value.params["cause_params"]["traceback"]
     assert "_raise_from_users_code" in where and "ValueError: bad state" in where
     assert "agent_core/runtime" not in where  # The runtime's frames say nothing to the user.
+    # The terminal shows it too: the runtime logs it as a warning, which Python prints.
+    (logged,) = [r for r in caplog.records if "failed in your code" in r.getMessage()]
+    assert logged.levelname == "WARNING" and where.rstrip() in logged.getMessage()
+    assert logged.getMessage().startswith("step 2 of task ")
     reloaded = AgentRunner(_LockedWorker(), store=SQLiteStore(tmp_path / "s.db"))
     (step,) = reloaded.get_upcoming_steps(task_id)
     assert step.status == "failed" and step.error_code == "error"
