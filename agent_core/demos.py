@@ -1,7 +1,8 @@
 """The built-in demo scenarios: a task the demo model knows by heart, and the agent that runs it.
 
-The model that plays them is `agent_core.llms.demo` (fixed replies, named as such wherever a
-model name is shown); everything else in a demo runs for real.
+The model that plays them is `agent_core.llms.demo` (scripted replies worked out from the
+conversation, so steering changes them; named as such wherever a model name is shown);
+everything else in a demo runs for real.
 """
 
 from __future__ import annotations
@@ -47,14 +48,20 @@ SCENARIOS: dict[str, DemoScenario] = {
         DemoScenario(
             name="arithmetic",
             title="ReAct arithmetic",
-            description="A ReAct agent calls multiply, then add, then answers.",
+            description=(
+                "A ReAct agent calls multiply, then add, then answers. Edit or reject a call and "
+                "the answer follows what ran."
+            ),
             task=ARITHMETIC_TASK,
             spec=AgentSpec(name="demo-react", worker="react", tools=("arithmetic",)),
         ),
         DemoScenario(
             name="parallel",
             title="Parallel tool calls",
-            description="A function-calling agent asks for two tools at once; they run together.",
+            description=(
+                "A function-calling agent asks for two tools at once; they run together, and "
+                "the answer follows what they returned."
+            ),
             task=PARALLEL_TASK,
             spec=AgentSpec(
                 name="demo-function-calling", worker="function_calling", tools=("arithmetic",)
