@@ -215,12 +215,7 @@ class Tracing:
     ) -> Any:
         """Run a claimed step (`_step_transaction.run_claimed`) in a step span under the task's."""
         root = self._task_root(state, runner)
-        links = _caller_links()
-        with self._guard:
-            undone = self._reruns.get(step.step_id)
-            undone_span = self._steps.get(undone) if undone is not None else None
-        if undone_span is not None:
-            links.append(Link(undone_span, {"stepwise.link": "re-run of"}))
+        undone, links = self._rerun_of(step)
         attributes = step_start(state, step, capture=self.capture)
         if undone is not None:
             attributes["stepwise.step.rerun_of"] = undone
@@ -240,11 +235,22 @@ class Tracing:
                 raise
             finally:
                 _running.reset(running)
-                self._remember(self._steps, step.step_id, span.get_span_context())
+                with self._guard:
+                    self._remember(self._steps, step.step_id, span.get_span_context())
             span.update_name(step_span_name(step, step.number, rerun=rerun, output=output))
             span.set_attributes(step_end(step, output, capture=self.capture))
             span.set_status(Status(StatusCode.OK))
             return output
+
+    def _rerun_of(self, step: TaskStep) -> tuple[str | None, list[Link]]:
+        """The step this one runs again after an undo (if undone here), and the step's links."""
+        links = _caller_links()
+        with self._guard:
+            undone = self._reruns.get(step.step_id)
+            undone_span = self._steps.get(undone) if undone is not None else None
+        if undone_span is not None:
+            links.append(Link(undone_span, {"stepwise.link": "re-run of"}))
+        return undone, links
 
     async def chat(
         self,
@@ -352,7 +358,8 @@ class Tracing:
         # The last step undone is the earliest; its fresh copy heads the queue.
         earliest = undone[-1] if undone else None
         if earliest is not None and earliest.kind is not StepKind.HUMAN and state.queue:
-            self._remember(self._reruns, state.queue[0], earliest.step_id)
+            with self._guard:
+                self._remember(self._reruns, state.queue[0], earliest.step_id)
 
     def _event_span(
         self,
@@ -499,7 +506,10 @@ class Tracing:
         return span.get_span_context()
 
     def _remember(self, kept: OrderedDict[str, Any], key: str, value: Any) -> None:
-        """Keep `value` under `key`, newest last, dropping the oldest past the bound."""
+        """Keep `value` under `key`, newest last, dropping the oldest past the bound.
+
+        Called with `_guard` held.
+        """
         kept[key] = value
         kept.move_to_end(key)
         bound = _MAX_STEPS_KEPT if kept is self._steps else MAX_TASKS_KEPT
