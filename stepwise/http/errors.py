@@ -117,6 +117,8 @@ _HTTP_HINTS = {
     "wait": "wait for the running step to finish, then try again",
     "configure_model": "set the provider's key (OPENAI_API_KEY, ANTHROPIC_API_KEY) in the "
     "server's environment and restart it",
+    "raise_limits": "PATCH /stepwise/v1/tasks/{task}/limits raises the task's bounds; then run "
+    "the step again",
 }
 
 

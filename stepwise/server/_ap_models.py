@@ -48,7 +48,9 @@ class TaskRequestBody(BaseModel):
 
     input: str | None = Field(default=None, description="The task, in words.")
     additional_input: dict[str, Any] | None = Field(
-        default=None, description='{"agent": "<registered name>"} picks an agent of the server.'
+        default=None,
+        description='{"agent": "<registered name>"} picks an agent of the server; '
+        '{"continue_from": "<task id>"} goes on from a finalized task\'s conversation.',
     )
 
 

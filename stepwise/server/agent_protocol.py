@@ -59,15 +59,21 @@ PageSize = Annotated[int, Query(ge=1, le=100, description="Items per page (at mo
 
 @router.post("/tasks", response_model=Task, summary="Create a task")
 def create_task(body: TaskRequestBody, runtime: Runtime) -> Task:
-    """A new task for the agent named in `additional_input.agent`, else the server's default."""
+    """A new task for the agent named in `additional_input.agent`, else the server's default.
+
+    `additional_input.continue_from` names a finalized task whose conversation it goes on.
+    """
     extra = body.additional_input or {}
     agent = extra.get("agent")
     if agent is not None and not isinstance(agent, str):
         raise ApiError(422, "invalid_request", "additional_input.agent must be an agent's name")
     if not body.input or not body.input.strip():
         raise ApiError(422, "invalid_request", "a task needs an input: say what the agent is to do")
+    continue_from = extra.get("continue_from")
+    if continue_from is not None and not isinstance(continue_from, str):
+        raise ApiError(422, "invalid_request", "additional_input.continue_from must be a task id")
     runner = runtime.runner_for(runtime.spec_named(agent))
-    task = runner.create_task(body.input)
+    task = runner.create_task(body.input, continue_from=continue_from)
     return Task(task_id=task.task_id, input=task.input, additional_input=body.additional_input)
 
 

@@ -1,10 +1,11 @@
 """Stepwise's own routes beside the Agent Protocol: what a debugger adds to tasks and steps.
 
 Undo, abandon, edit an upcoming step, approve (with edited arguments) or reject a tool call,
-feedback, run until a breakpoint, finalize, cancel a running step, the step graph, and a
-live event stream. Every change may carry the task version the client last saw (an
-`expected_version` field, or an `If-Match` header): a task changed since is refused with 409,
-as the app refuses a stale tab. Every answer carries the task as it is now, its version too.
+feedback, edit the conversation, raise the run's limits, fork from a step, run until a
+breakpoint, finalize, cancel a running step, the step graph, and a live event stream. Every
+change may carry the task version the client last saw (an `expected_version` field, or an
+`If-Match` header): a task changed since is refused with 409, as the app refuses a stale tab.
+Every answer carries the task as it is now, its version too.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from agent_core.dag import build_dag, to_vis_data
 from agent_core.llms.base import Usage
 from agent_core.runtime.breakpoints import AtStep, Breakpoint, CostOver, OnTool, TokensOver
 from agent_core.runtime.parallel import ParallelAgentRunner
-from agent_core.types import StepKind
+from agent_core.types import ForkPoint, RunLimits, StepKind
 from stepwise.http.errors import ApiError
 from stepwise.server._ap_models import Step
 from stepwise.server._events import task_events
@@ -72,6 +73,21 @@ class FeedbackBody(Versioned):
     text: str = Field(min_length=1)
 
 
+class ConversationBody(Versioned):
+    """The conversation the model is to read next, whole: each message a role and its text."""
+
+    messages: list[dict[str, Any]] = Field(min_length=1, max_length=10_000)
+
+
+class LimitsBody(Versioned):
+    """Bounds of the task's run; a field left out keeps its bound, null gives the default."""
+
+    model_config = {"extra": "forbid"}
+    max_iterations: int | None = Field(default=None, ge=1, le=100_000)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+
 class RunUntilBody(Versioned):
     """Run steps until the last one, an approval, an error, or a breakpoint."""
 
@@ -92,6 +108,9 @@ class TaskView(BaseModel):
     version: int
     input: str
     usage: Usage
+    thread_id: str = Field(description="Its conversation thread (its own id when it began one).")
+    forked_from: ForkPoint | None = None
+    limits: RunLimits
     steps: list[Step] = Field(description="Completed steps in order, then upcoming ones.")
 
 
@@ -119,6 +138,9 @@ def _view(runner: ParallelAgentRunner, task_id: str) -> dict[str, Any]:
         "version": state.version,
         "input": task.input if isinstance(task.input, str) else str(task.input),
         "usage": task.usage,
+        "thread_id": task.thread_id,
+        "forked_from": task.forked_from,
+        "limits": task.limits,
         "steps": [step_of(state, step) for step in live],
     }
 
@@ -218,6 +240,40 @@ def feedback(task_id: str, body: FeedbackBody, runtime: Runtime, if_match: IfMat
     runner = _runner(runtime, task_id, body.expected_version, if_match)
     runner.add_feedback(task_id, body.text)
     return _view(runner, task_id)
+
+
+@router.get("/conversation", summary="The conversation the model reads next")
+def conversation(task_id: str, runtime: Runtime) -> dict[str, Any]:
+    """The task's messages, oldest first, as `PUT /conversation` takes them back."""
+    task = runtime.reader().get_task(task_id)
+    messages = [m.model_dump(mode="json", exclude_defaults=True) for m in task.memory.get_all()]
+    return {"task_id": task_id, "messages": messages}
+
+
+@router.put("/conversation", response_model=TaskView, summary="Edit the conversation")
+def edit_conversation(
+    task_id: str, body: ConversationBody, runtime: Runtime, if_match: IfMatch = None
+) -> Any:
+    """Replace what the model reads next (a recorded `human` step that undo reverts)."""
+    runner = _runner(runtime, task_id, body.expected_version, if_match)
+    runner.edit_conversation(task_id, body.messages)
+    return _view(runner, task_id)
+
+
+@router.patch("/limits", response_model=TaskView, summary="Change the run's limits")
+def set_limits(task_id: str, body: LimitsBody, runtime: Runtime, if_match: IfMatch = None) -> Any:
+    """Raise (or lower) the task's bounds; a task a bound stopped goes on."""
+    runner = _runner(runtime, task_id, body.expected_version, if_match)
+    runner.set_limits(task_id, **body.model_dump(exclude_unset=True, exclude={"expected_version"}))
+    return _view(runner, task_id)
+
+
+@router.post("/steps/{step_id}/fork", response_model=TaskView, summary="Fork from a step")
+def fork(task_id: str, step_id: str, runtime: Runtime) -> Any:
+    """A new task standing where this one stood after completed step `step_id`."""
+    runner = runtime.runner_for_task(task_id)
+    forked = runner.fork_task(task_id, step_id)
+    return _view(runner, forked.task_id)
 
 
 @router.post("/run_until", response_model=RunUntilView, summary="Run until a breakpoint")

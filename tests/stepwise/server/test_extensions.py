@@ -140,3 +140,61 @@ def test_a_running_step_is_cancelled_and_can_run_again(serve, monkeypatch):
     [step] = cancelled.json()["steps"]
     assert step["status"] == "created"  # Failed, and it can run again.
     assert "stopped" in step["additional_output"]["error"]
+
+
+def _finished(client: httpx.Client, text: str = SEED) -> str:
+    task_id = _task(client, text)
+    assert client.post(_ext(task_id, "/run_until"), json={}).json()["reason"] == "last_step"
+    client.post(_ext(task_id, "/finalize"), json={})
+    return task_id
+
+
+def test_a_task_continues_a_finalized_tasks_thread_and_no_other(client):
+    first = _finished(client, "What is (121 * 3) + 42? The password is swordfish.")
+    alone = _task(client)
+    assert client.get(_ext(alone)).json()["thread_id"] == alone
+    said = client.get(_ext(alone, "/conversation")).json()["messages"]
+    assert "swordfish" not in str(said)  # Each task starts a conversation of its own.
+
+    response = client.post(
+        "/ap/v1/agent/tasks",
+        json={"input": "And then?", "additional_input": {"continue_from": first}},
+    )
+
+    assert response.status_code == 200, response.text
+    follow = response.json()["task_id"]
+    assert client.get(_ext(follow)).json()["thread_id"] == first
+    said = client.get(_ext(follow, "/conversation")).json()["messages"]
+    assert "swordfish" in str(said)
+    refused = client.post(
+        "/ap/v1/agent/tasks", json={"input": "x", "additional_input": {"continue_from": alone}}
+    )
+    assert refused.status_code == 400
+    assert refused.json()["error"]["reason"] == "thread_not_finished"
+
+
+def test_a_fork_the_conversation_and_the_limits_over_http(client):
+    task_id = _task(client)
+    _step(client, task_id)
+    _step(client, task_id)
+    first = client.get(_ext(task_id)).json()["steps"][0]["step_id"]
+
+    fork = client.post(_ext(task_id, f"/steps/{first}/fork")).json()
+    assert fork["task_id"] != task_id and fork["forked_from"]["step_id"] == first
+    assert [s["status"] for s in fork["steps"]] == ["completed", "created"]
+    assert len(client.get(_ext(task_id)).json()["steps"]) == 3  # The original is untouched.
+
+    messages = client.get(_ext(task_id, "/conversation")).json()["messages"]
+    edited = client.put(
+        _ext(task_id, "/conversation"),
+        json={"messages": [*messages, {"role": "user", "content": "Use 4, not 3."}]},
+    )
+    assert edited.status_code == 200, edited.text
+    human = edited.json()["steps"][2]
+    assert human["additional_output"]["kind"] == "human"
+    assert "Use 4, not 3." in str(client.get(_ext(task_id, "/conversation")).json())
+
+    limits = client.patch(_ext(task_id, "/limits"), json={"max_iterations": 40}).json()
+    assert limits["limits"]["max_iterations"] == 40
+    bad = client.patch(_ext(task_id, "/limits"), json={"max_steps": 4})
+    assert bad.status_code == 422
