@@ -20,11 +20,11 @@ from typing import Any, Literal
 
 import streamlit as st
 
-from agent_core.errors import UserError
+from agent_core.errors import AgentCoreError, UserError
 from agent_core.llms.catalog import PROVIDERS, ProviderName
 from agent_core.llms.pricing import DEFAULT_PRICES
 from agent_core.spec import AgentSpec
-from components import state
+from components import runtime, state
 from components.messages import plural
 from components.model_choice import (
     check_base_url,
@@ -357,19 +357,44 @@ def _render_key(provider: str) -> None:
     )
 
 
-def _render_server_key(base_url: str) -> None:
-    """The key for the server new tasks use: sent to that server, and to no other."""
-    provider = state.server_provider(base_url)
+def _open_task_server() -> str | None:
+    task_id = state.current_task_id()
+    try:
+        return runtime.spec_of(task_id).base_url if task_id else None
+    except (AgentCoreError, ValueError):  # Deleted, or a spec this version cannot read.
+        return None
+
+
+def _servers() -> dict[str, str]:
+    """The servers whose key this page offers, each with what uses it.
+
+    The saved default's server, and the servers the open task and the New task form's last
+    choice use (a per-task choice of server needs its key here too).
+    """
+    found: dict[str, str] = {}
+    candidates = [
+        (state.agent_spec().base_url, "The server new tasks use"),
+        (_open_task_server(), "The open task's server"),
+        (state.form_spec().base_url, "The server of the New task form's last choice"),
+    ]
+    for base_url, what in candidates:
+        if base_url:
+            found.setdefault(state.server_provider(base_url), what)
+    return found
+
+
+def _render_server_key(provider: str, what: str, slug: str) -> None:
+    """The key for one server: sent to that server, and to no other."""
     address = _code_span(provider.removeprefix("server:"))
     has_key = state.api_key(provider) is not None
-    st.markdown(f"**The server new tasks use**: {address}")
+    st.markdown(f"**{what}**: {address}")
     if has_key:
         st.success("A key typed here is set for this server, for this session.")
     else:
         st.info("No key: requests go without one. Enter one if the server asks for it.")
     _key_form(
         provider,
-        slug="server",
+        slug=slug,
         label=f"API key for {address}",
         title="key for this server",
         note=f"Sent to this server ({address}) only, with each request of tasks that use it. "
@@ -387,9 +412,8 @@ def render_key_section() -> None:
         "(a reload starts a new session). A typed key takes precedence over the environment "
         "and the secrets file. Each key is sent only to the service it was typed for."
     )
-    base_url = state.agent_spec().base_url
-    if base_url:
-        _render_server_key(base_url)
+    for number, (provider, what) in enumerate(_servers().items()):
+        _render_server_key(provider, what, "server" if number == 0 else f"server-{number + 1}")
     for column, provider in zip(st.columns(len(KEY_ENV)), KEY_ENV, strict=True):
         with column:
             _render_key(provider)

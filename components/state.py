@@ -23,6 +23,7 @@ from components.database import shared_store
 
 _TASK = "stepwise.task_id"
 _SPEC = "stepwise.spec"
+_FORM_SPEC = "stepwise.form_spec"
 _KEYS = "stepwise.keys"
 _PRICES = "stepwise.prices"
 _NOTICE = "stepwise.notices"
@@ -61,9 +62,29 @@ def agent_spec() -> AgentSpec:
 
 
 def set_agent_spec(spec: AgentSpec) -> bool:
-    """Use `spec` for new tasks, in this session and later ones; False if it was not saved."""
+    """Use `spec` for new tasks, in this session and later ones; False if it was not saved.
+
+    Only the Settings page calls this. The New task form's last choices are forgotten, so
+    the form starts from the defaults just saved.
+    """
     st.session_state[_SPEC] = spec
+    st.session_state.pop(_FORM_SPEC, None)
     return _save(SAVED_SPEC, spec.model_dump(mode="json", exclude=_NOT_SAVED))
+
+
+def form_spec() -> AgentSpec:
+    """What the New task form starts from: its last task's choices here, else the defaults."""
+    spec = st.session_state.get(_FORM_SPEC)
+    return spec if isinstance(spec, AgentSpec) else agent_spec()
+
+
+def set_form_spec(spec: AgentSpec) -> None:
+    """Keep the form's choices for this browser session only.
+
+    They are that task's, not the defaults: a choice for one task must not change Settings
+    or other sessions.
+    """
+    st.session_state[_FORM_SPEC] = spec
 
 
 def server_provider(base_url: str) -> str:

@@ -305,7 +305,7 @@ def render_create_form() -> None:
     st.divider()
     registry = default_registry()
     render_user_code(registry)
-    spec = _pick_agent(state.agent_spec(), registry)
+    spec = _pick_agent(state.form_spec(), registry)
     framework = _framework_of(registry, spec.agent) if spec.agent is not None else None
     model = f"the {framework} agent's own" if framework else model_label(spec)
     st.text(f"Model: {model}")  # a typed model name is not markdown
@@ -325,9 +325,10 @@ def render_create_form() -> None:
             return
         if images is None:
             return  # The uploader says which image was refused, and why.
-        # The form's agent is remembered for the next task, but its reply cap is this task's
-        # own: Settings keeps deciding the cap new tasks start from.
-        state.set_agent_spec(spec.model_copy(update={"max_tokens": state.agent_spec().max_tokens}))
+        # The choices are this task's (its spec keeps them): the next form in this session
+        # starts from them, but only Settings saves the defaults. The reply cap is this
+        # task's own: Settings keeps deciding the cap new tasks start from.
+        state.set_form_spec(spec.model_copy(update={"max_tokens": state.agent_spec().max_tokens}))
         if _create_checked(spec, text, images):
             st.rerun()
     show_notice(where=_FORM)  # What the last Create task said, under the button.
