@@ -431,6 +431,40 @@ _BY_CODE: dict[str, Callable[[_Error], str]] = {
     "user_code_error": lambda e: (
         f"{_sentence(e.message)} Fix your code, then press Reload my code on the New task form."
     ),
+    # Threads, forks and conversation edits (issue 22).
+    "thread_not_finished": lambda e: (
+        f"Only a finished task's conversation can be continued, and that task is "
+        f"{e.param('status', str) or 'not finished'}. Open it, run it to its answer and "
+        "press Finalize, then Continue this conversation."
+    ),
+    "fork_point_not_completed": lambda _: (
+        "A fork starts from a completed step, and that step is not one (it may have been "
+        "undone in another tab). Press Fork from here on a card under Completed steps."
+    ),
+    "fork_of_imported": lambda _: (
+        "A task imported from a trace cannot be forked: it is a read-only copy. Start a "
+        "New task to run the agent again."
+    ),
+    "conversation_not_editable": lambda e: (
+        "This agent's framework keeps its conversation itself"
+        + (f" ({e.param('reason', str)})" if e.param("reason", str) else "")
+        + ", so Stepwise cannot continue or edit it. Add feedback to steer it instead, "
+        "or start a New task."
+    ),
+    "edit_after_finish": lambda e: (
+        "This task already finished"
+        + (f" at step {e.param('finished_at', int)}" if e.param("finished_at", int) else "")
+        + ", so no step would read the edited conversation. Press Undo first, then edit "
+        "it before the last step runs again."
+    ),
+    "conversation_unchanged": lambda _: (
+        "The edit changed nothing: change a message's text, tick Drop on one, or add a "
+        "message in Edit the conversation, then press Save as a step."
+    ),
+    "invalid_conversation": lambda e: (
+        f"{_sentence(e.message)} In Edit the conversation, keep each tool call together "
+        "with its result (drop both or neither)."
+    ),
 }
 """The app's sentence for an error, by its code; a code not here shows its own message."""
 

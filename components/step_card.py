@@ -26,6 +26,7 @@ from agent_core.types import (
     TaskStepOutput,
 )
 from agent_core.workers.multimodal_react import step_images
+from components.conversation_editor import is_conversation_edit, render_edit_change
 from components.memory_view import render_memory
 from components.messages import cost_text, note_text, plain, plural, tokens_text
 from components.task_images import render_thumbnails
@@ -192,7 +193,9 @@ def _render_input(output: TaskStepOutput, *, rejected: bool) -> None:
             st.caption("What ran (edited by you)")
             _render_value(shown)
     elif shown is not None:
-        if step.kind is StepKind.HUMAN:
+        if is_conversation_edit(step):
+            caption = "You edited the conversation the model reads next"
+        elif step.kind is StepKind.HUMAN:
             caption = "Your feedback"
         elif rejected:
             caption = "The call the agent proposed"
@@ -287,46 +290,76 @@ def render_step_card(
     expanded: bool = False,
     key: str = "card",
     load_messages_sent: Callable[[], list[ChatMessage]] | None = None,
+    controls: Callable[[str], None] | None = None,
+    conversation: tuple[list[ChatMessage], list[ChatMessage]] | None = None,
 ) -> None:
     """Draw one step of history (completed, skipped or undone).
 
     `key` prefixes the card's widget keys; a page drawing the same step twice passes another.
     `load_messages_sent` reads the step's prompt (stored apart) when its toggle is opened.
+    `controls(key)` draws the page's buttons for the step (Undo to here...) at the card's top.
+    `conversation` is the conversation before and after a conversation edit step, to show
+    what the edit changed.
     """
     step = output.task_step
     card_key = f"{key}-{step.step_id}"
     rejection = rejection_of(step, output)
     with st.expander(card_title(output), expanded=expanded):
-        if step.status is StepStatus.SKIPPED:
-            st.caption("Skipped: this step did not run.")
-        if rejection is not None:
-            st.caption("You rejected this call, so it did not run. Your reason:")
-            _code(rejection or "(no reason given)")
-        # Notes came with the runtime's StepNote; a step stored before it has none.
-        for note in getattr(output, "notes", ()):
-            st.info(plain(note_text(note.code, note.message)))
-        if step.kind is StepKind.HUMAN and INTERRUPT_KEY in step.step_state:
-            _render_answered_question(output)
-            return
-        _render_input(output, rejected=rejection is not None)
-        render_thumbnails(step_images(step))
-        if step.kind is StepKind.HUMAN or step.status is StepStatus.SKIPPED:
-            return
-        if output.thought:
-            st.caption("Thought")
-            _code(output.thought)
-        _render_calls(output, rejected=rejection is not None)
-        _render_components(output)
-        if rejection is None:
-            _render_output(output)
-        if output.error:
-            st.caption("Error")
-            _code(output.error)
-        parse_error = parse_error_of(output)
-        if parse_error is not None:
-            st.caption("The reply could not be read as ReAct; the model was told:")
-            _code(parse_error)
-        _render_messages_sent(output, key=card_key, load=load_messages_sent)
-        if step.undo_warnings:
-            st.warning("Undo could not revert everything this step did:")
-            _code("\n".join(step.undo_warnings))
+        if controls is not None:
+            controls(card_key)
+        _render_body(output, card_key, load_messages_sent, conversation, rejection)
+
+
+def _render_body(
+    output: TaskStepOutput,
+    card_key: str,
+    load_messages_sent: Callable[[], list[ChatMessage]] | None,
+    conversation: tuple[list[ChatMessage], list[ChatMessage]] | None,
+    rejection: str | None,
+) -> None:
+    step = output.task_step
+    if step.status is StepStatus.SKIPPED:
+        st.caption("Skipped: this step did not run.")
+    if rejection is not None:
+        st.caption("You rejected this call, so it did not run. Your reason:")
+        _code(rejection or "(no reason given)")
+    # Notes came with the runtime's StepNote; a step stored before it has none.
+    for note in getattr(output, "notes", ()):
+        st.info(plain(note_text(note.code, note.message)))
+    if step.kind is StepKind.HUMAN and INTERRUPT_KEY in step.step_state:
+        _render_answered_question(output)
+        return
+    _render_input(output, rejected=rejection is not None)
+    if conversation is not None:
+        render_edit_change(*conversation)
+    render_thumbnails(step_images(step))
+    if step.kind is not StepKind.HUMAN and step.status is not StepStatus.SKIPPED:
+        _render_run(output, card_key, load_messages_sent, rejection)
+
+
+def _render_run(
+    output: TaskStepOutput,
+    card_key: str,
+    load_messages_sent: Callable[[], list[ChatMessage]] | None,
+    rejection: str | None,
+) -> None:
+    """What a step that ran did: its thought, calls, output, errors and prompt."""
+    step = output.task_step
+    if output.thought:
+        st.caption("Thought")
+        _code(output.thought)
+    _render_calls(output, rejected=rejection is not None)
+    _render_components(output)
+    if rejection is None:
+        _render_output(output)
+    if output.error:
+        st.caption("Error")
+        _code(output.error)
+    parse_error = parse_error_of(output)
+    if parse_error is not None:
+        st.caption("The reply could not be read as ReAct; the model was told:")
+        _code(parse_error)
+    _render_messages_sent(output, key=card_key, load=load_messages_sent)
+    if step.undo_warnings:
+        st.warning("Undo could not revert everything this step did:")
+        _code("\n".join(step.undo_warnings))

@@ -28,6 +28,12 @@ from agent_core.types import StepAction, StepKind, StepStatus, TaskState, TaskSt
 from components import ready_steps_job, run_until_job, runtime, state, task_version
 from components.actions import show_message, show_notice
 from components.breakpoint_picker import chosen_breakpoints, render_breakpoints
+from components.conversation_editor import (
+    conversation_around,
+    edit_reason,
+    is_conversation_edit,
+    render_conversation_editor,
+)
 from components.graph_panel import render_graph_panel
 from components.live_step import render_live_step, watch_live_steps
 from components.memory_view import render_memory
@@ -35,8 +41,15 @@ from components.messages import plain, plural, token_count, tokens_text
 from components.model_choice import max_tokens_text
 from components.step_card import render_step_card
 from components.step_editor import preview_messages, render_upcoming_step
+from components.step_travel import Travel, render_step_travel
 from components.task_form import agent_label, model_label, render_create_form
 from components.task_list import usage_cost_text
+from components.thread_controls import (
+    continuing,
+    render_continue_button,
+    render_continue_form,
+    render_lineage,
+)
 from components.user_code_view import render_code_error
 from components.workspace_view import render_workspace
 
@@ -340,6 +353,7 @@ def _finished(view: _View) -> None:
     if status is TaskStatus.COMPLETED and last is not None:
         st.success("Finished. The final answer:")
         st.code("" if last.output is None else str(last.output), language=None, wrap_lines=True)
+        render_continue_button(task_state.task, leave=_leave_task)
     elif status is TaskStatus.ABANDONED:
         st.info("This task was abandoned: its steps stay here to inspect. Start a new task.")
     elif view.answered:
@@ -381,12 +395,20 @@ def _show_more(task_id: str, count: int) -> None:
     st.session_state[_MORE] = (task_id, count + CARDS_SHOWN)
 
 
+def _travel(view: _View) -> Travel:
+    """What the cards' Undo to here and Fork from here may do now."""
+    imported = view.task_state.task.imported
+    fork_reason = "Imported from a trace: this copy cannot be forked." if imported else ""
+    return Travel(view.runner, view.task_state, _undo_reason(view), fork_reason)
+
+
 @st.fragment
-def _history(runner: ParallelAgentRunner, task_state: TaskState) -> None:
+def _history(travel: Travel) -> None:
     """The completed steps, newest first; older cards are built only when asked for.
 
     A fragment: showing more cards redraws these cards, not the controls, queue and DAG.
     """
+    task_state = travel.task_state
     st.subheader("Completed steps", anchor=False)
     total = len(task_state.outputs)
     if not total:
@@ -395,7 +417,7 @@ def _history(runner: ParallelAgentRunner, task_state: TaskState) -> None:
     undone = total - len(task_state.completed)
     label = f"Show all {plural(total, 'step')}" + (f" ({undone} undone)" if undone > 0 else "")
     if total > CARDS_SHOWN and st.checkbox(label, key="show-all"):
-        _all_steps(runner, task_state)
+        _all_steps(travel)
         return
     more: Any = st.session_state.get(_MORE)
     count = more[1] if more and more[0] == task_state.task_id else CARDS_SHOWN
@@ -404,7 +426,7 @@ def _history(runner: ParallelAgentRunner, task_state: TaskState) -> None:
     for step_id in islice(newest_first, count):
         output = task_state.outputs[step_id]
         if output.task_step.status in _SHOWN_STATUSES:
-            _card(runner, task_state, output, expanded=output is last)
+            _card(travel, output, expanded=output is last)
     if total > count:
         st.button(
             f"Show {min(CARDS_SHOWN, total - count)} older steps",
@@ -414,24 +436,26 @@ def _history(runner: ParallelAgentRunner, task_state: TaskState) -> None:
         )
 
 
-def _card(
-    runner: ParallelAgentRunner,
-    task_state: TaskState,
-    output: TaskStepOutput,
-    *,
-    expanded: bool,
-    key: str = "card",
-) -> None:
-    step_id = output.task_step.step_id
-    load = functools.partial(runner.get_messages_sent, task_state.task_id, step_id)
-    render_step_card(output, expanded=expanded, key=key, load_messages_sent=load)
+def _card(travel: Travel, output: TaskStepOutput, *, expanded: bool, key: str = "card") -> None:
+    task_state, step = travel.task_state, output.task_step
+    load = functools.partial(travel.runner.get_messages_sent, task_state.task_id, step.step_id)
+    edit = conversation_around(task_state, step.step_id) if is_conversation_edit(step) else None
+    render_step_card(
+        output,
+        expanded=expanded,
+        key=key,
+        load_messages_sent=load,
+        controls=functools.partial(render_step_travel, travel, step),
+        conversation=edit,
+    )
 
 
-def _all_steps(runner: ParallelAgentRunner, task_state: TaskState) -> None:
+def _all_steps(travel: Travel) -> None:
     """Every step as one row of a table; the row picked opens as a card below it.
 
     Hundreds of cards are too many for a browser to draw on every click; a table row is cheap.
     """
+    task_state = travel.task_state
     labels = build_dag(task_state).nodes
     outputs = [
         o for o in reversed(task_state.outputs.values()) if o.task_step.status in _SHOWN_STATUSES
@@ -458,7 +482,7 @@ def _all_steps(runner: ParallelAgentRunner, task_state: TaskState) -> None:
     )
     chosen = picked.selection.rows  # type: ignore[attr-defined]
     if chosen:
-        _card(runner, task_state, outputs[chosen[0]], expanded=True, key="table")
+        _card(travel, outputs[chosen[0]], expanded=True, key="table")
 
 
 def _memory(view: _View) -> None:
@@ -475,6 +499,9 @@ def _memory(view: _View) -> None:
             st.caption(f"The next step ({step.kind.value}) makes no model call.")
         else:
             render_memory(messages, key="next")
+        if view.active:
+            reason = edit_reason(view.runner, task_state, answered=view.answered)
+            render_conversation_editor(view.runner, task_state, reason=reason)
 
 
 def _runner_for(task_id: str) -> tuple[ParallelAgentRunner, AgentCoreError | None]:
@@ -521,6 +548,7 @@ def _task_view(task_id: str) -> None:
     task_state = runner.snapshot_task_state(task_id)  # Steps may commit while this draws.
     why_read_only = _why_read_only(task_state, problem)
     _header(task_state, runner)
+    render_lineage(runtime.reader(), task_state)
     if problem is not None:
         _problem(problem)
     until_running = run_until_job.render_running(task_id)
@@ -540,7 +568,7 @@ def _task_view(task_id: str) -> None:
         watched = _upcoming(view)
         if view.active:
             _feedback(view)
-        _history(runner, task_state)
+        _history(_travel(view))
     with right:
         render_graph_panel(runner, task_state, active=view.active)
         if problem is None:
@@ -578,7 +606,8 @@ def render() -> None:
         ready_steps_job.report_finished(current, _ran_text)
     show_notice()
     if current is None:
-        render_create_form()
+        earlier = continuing()  # "Continue this conversation" on a finished task.
+        render_continue_form(earlier) if earlier else render_create_form()
         return
     try:
         _task_view(current)
