@@ -140,7 +140,7 @@ def play_plan(
     edits, feedback = _edit_notes(conversation), _feedback_notes(conversation)
     calls = next_calls(plan, conversation.results)
     if not calls:
-        answer = " ".join([plan.answer(conversation.results), *feedback])
+        answer = "\n\n".join([plan.answer(conversation.results), *feedback])
         return answer if native else react_answer(answer, " ".join([*edits, _DONE_THOUGHT]))
     if not native:  # The ReAct protocol makes one call per reply.
         first = calls[0]

@@ -122,6 +122,19 @@ def test_feedback_is_acknowledged_and_the_plan_goes_on(tmp_path):
     assert final.output == ANSWER_405  # ...and acknowledges the feedback once, not again.
 
 
+def test_feedback_just_before_the_answer_is_acknowledged_below_it(tmp_path):
+    agent = _runner("arithmetic", tmp_path)
+    task = _task(agent, "arithmetic")
+    agent.run_step(task)
+    agent.run_step(task)
+    agent.add_feedback(task, "Answer in French.")
+
+    answer = agent.run_step(task)
+
+    assert answer.is_last
+    assert answer.output.startswith(f'{ANSWER_405}\n\nYou wrote "Answer in French."; as the')
+
+
 def test_an_edited_question_is_the_one_answered(tmp_path):
     agent = _runner("arithmetic", tmp_path)
     task = _task(agent, "arithmetic")
