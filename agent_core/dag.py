@@ -15,9 +15,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from agent_core.errors import UserError
 from agent_core.types import (
@@ -29,6 +27,9 @@ from agent_core.types import (
     TaskStepOutput,
 )
 from agent_core.workers.react_format import ReActParseError, parse_react_output
+
+if TYPE_CHECKING:  # Imported where a graph is built: the app starts without it (0.2-0.6 s).
+    import networkx as nx
 
 __all__ = [
     "COLLAPSED_NODE",
@@ -80,7 +81,7 @@ _MEANINGS: dict[str, str] = {
     StepStatus.FAILED.value: "failed: see its error",
     StepStatus.SKIPPED.value: "skipped: it did not run",
     StepStatus.UNDONE.value: "undone: a branch you went back from",
-    COLLAPSED_NODE: "earlier steps, folded into one node",
+    COLLAPSED_NODE: "earlier steps, folded into one node: click it to unfold them",
 }
 
 _UNKNOWN_STATUS_COLOR = "#ffffff"
@@ -133,6 +134,8 @@ def build_dag(state: TaskState, *, max_chars: int = 200) -> nx.DiGraph:
     """
     if max_chars < 1:
         raise UserError(f"max_chars must be at least 1, got {max_chars}")
+    import networkx as nx
+
     graph = nx.DiGraph()
     calls_queued = _tool_steps_queued_by(state)
     for step in state.steps.values():
@@ -165,7 +168,7 @@ def collapse_older(graph: nx.DiGraph, *, keep: int) -> nx.DiGraph:
     if len(nodes) <= keep:
         return graph
     folded, kept = set(nodes[:-keep]), nodes[-keep:]
-    window = nx.DiGraph()
+    window = type(graph)()
     # Added first, so it stays the oldest node if the window is collapsed again.
     window.add_node(
         COLLAPSED_NODE,
@@ -606,6 +609,8 @@ def _vis_color(data: Mapping[str, Any]) -> dict[str, Any]:
 def _levels(graph: nx.DiGraph) -> dict[Any, int]:
     # Step ids should never form a cycle, but stored data can be wrong; the condensation is
     # acyclic, so a cycle's steps simply share a level instead of breaking the layout.
+    import networkx as nx
+
     condensed = nx.condensation(graph)
     depth: dict[int, int] = {}
     for component in nx.topological_sort(condensed):

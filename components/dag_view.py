@@ -2,7 +2,14 @@
 
 `render_dag` draws the graph with the bidirectional component in `dag_component/` (a plain
 `index.html` + `dag.js` speaking Streamlit's components v1 protocol, no build step): the
-graph goes to the browser as JSON data, and a click on a node comes back as that step's id.
+graph goes to the browser as one JSON string (`dag_json`), and a click on a node comes back
+as that step's id. One string, not lists and dicts: Streamlit checks each list or dict
+argument for a dataframe, which imports pandas (seconds, the first time) and costs each
+rerun; and the browser compares one string to know whether to redraw. The string is kept
+per task version, so a rerun that changed nothing in the task builds no graph.
+
+A long run folds its older steps into one node ("… 440 earlier steps"); clicking it calls
+`on_unfold`, and the caller draws more steps (`max_steps`).
 vis-network is loaded from the component's own folder, where the bundle of the pinned pyvis
 (vis-network 9.1.2) is kept in the repository and ships in the wheel: an installed app writes
 nothing beside its code (a test holds the copy equal to pyvis's). Nothing loads from a CDN.
@@ -32,20 +39,23 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
-import pyvis
 import streamlit as st
 import streamlit.components.v1 as st_components
-from pyvis.network import Network
 
 from agent_core import dag as dag_model
-from agent_core.dag import build_dag, collapse_older, to_dot, to_vis_data
+from agent_core.dag import COLLAPSED_NODE, build_dag, collapse_older, to_dot, to_vis_data
 from agent_core.types import TaskState
+
+if TYPE_CHECKING:  # pyvis (and the IPython it imports) loads only for `dag_html`.
+    import networkx as nx
+    from pyvis.network import Network
 
 __all__ = [
     "COMPONENT_DIR",
@@ -54,6 +64,7 @@ __all__ = [
     "VIS_NETWORK_URL",
     "dag_data",
     "dag_html",
+    "dag_json",
     "ensure_static_assets",
     "legend_items",
     "render_dag",
@@ -67,8 +78,8 @@ VIS_NETWORK_FILE = "vis-network.min.js"
 VIS_NETWORK_URL = f"/app/static/{VIS_NETWORK_FILE}"
 MAX_DRAWN_STEPS = 60
 """Longer runs fold their older steps into one node, so the graph stays readable and fast."""
-
-_PYVIS_VIS = Path(pyvis.__file__).parent / "lib" / "vis-9.1.2" / VIS_NETWORK_FILE
+_CACHED_GRAPHS = 32
+_FOLD_TIP = "Click to show the steps before these."
 _EXTERNAL_TAGS = re.compile(
     r"<link\b[^>]*>|<script\b[^>]*\bsrc=[^>]*>\s*</script>|<center>\s*<h1>.*?</h1>\s*</center>",
     re.DOTALL | re.IGNORECASE,
@@ -136,12 +147,20 @@ def ensure_static_assets() -> Path:
     copy: the DAG component ships its own (`COMPONENT_DIR`).
     """
     target = STATIC_DIR / VIS_NETWORK_FILE
-    if not target.exists() or target.stat().st_size != _PYVIS_VIS.stat().st_size:
+    bundle = pyvis_bundle()
+    if not target.exists() or target.stat().st_size != bundle.stat().st_size:
         STATIC_DIR.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        shutil.copyfile(_PYVIS_VIS, partial)
+        shutil.copyfile(bundle, partial)
         os.replace(partial, target)
     return target
+
+
+def pyvis_bundle() -> Path:
+    """vis-network as the pinned pyvis package ships it (the component keeps a copy)."""
+    import pyvis
+
+    return Path(pyvis.__file__).parent / "lib" / "vis-9.1.2" / VIS_NETWORK_FILE
 
 
 def _tip(node: dict[str, Any]) -> str:
@@ -149,6 +168,8 @@ def _tip(node: dict[str, Any]) -> str:
 
 
 def _network(graph: nx.DiGraph, *, height: int) -> Network:
+    from pyvis.network import Network
+
     data = to_vis_data(graph)
     net = Network(height=f"{height}px", width="100%", directed=True, cdn_resources="remote")
     for node in data["nodes"]:
@@ -201,7 +222,7 @@ def dag_data(state: TaskState, *, max_steps: int = MAX_DRAWN_STEPS) -> dict[str,
             "font": node["font"],
             "level": node["level"],
             "shapeProperties": node["shapeProperties"],
-            "tip": _tip(node),
+            "tip": _FOLD_TIP if node["id"] == COLLAPSED_NODE else _tip(node),
             "status": node["group"],
         }
         for node in data["nodes"]
@@ -251,16 +272,67 @@ def declare_dag_component(name: str = COMPONENT_NAME) -> Any:
     return st_components.declare_component(name, path=str(COMPONENT_DIR))
 
 
-def on_node_click(key: str, on_select: Callable[[str | None], None]) -> Callable[[], None]:
-    """The `on_change` of the component drawn under `key`: `on_select(clicked node id)`."""
-    return partial(_clicked, key, on_select)
+def on_node_click(
+    key: str,
+    on_select: Callable[[str | None], None],
+    on_unfold: Callable[[], None] | None = None,
+) -> Callable[[], None]:
+    """The `on_change` of the component drawn under `key`.
+
+    It calls `on_select(clicked node id)`, or `on_unfold()` for the node of folded steps.
+    """
+    return partial(_clicked, key, on_select, on_unfold)
 
 
-def _clicked(key: str, on_select: Callable[[str | None], None]) -> None:
+def _clicked(
+    key: str, on_select: Callable[[str | None], None], on_unfold: Callable[[], None] | None
+) -> None:
     value = st.session_state.get(key)
-    if isinstance(value, dict):
-        step = value.get("step")
-        on_select(step if isinstance(step, str) else None)
+    if not isinstance(value, dict):
+        return
+    step = value.get("step")
+    if step == COLLAPSED_NODE:
+        if on_unfold is not None:
+            on_unfold()
+        return
+    on_select(step if isinstance(step, str) else None)
+
+
+_graphs: OrderedDict[Hashable, str] = OrderedDict()
+_graphs_lock = threading.Lock()
+
+
+def _graph_key(state: TaskState, max_steps: int) -> Hashable | None:
+    """What the drawn graph depends on, or None for a state never stored (built by hand).
+
+    The version moves with every commit; the step statuses are there too, for a state a
+    running step changed in memory before it committed.
+    """
+    if state.version < 1:
+        return None
+    statuses = tuple(step.status for step in state.steps.values())
+    return (state.task_id, state.version, max_steps, len(state.outputs), hash(statuses))
+
+
+def dag_json(state: TaskState, *, max_steps: int = MAX_DRAWN_STEPS) -> str:
+    """`dag_data` as the JSON string the component reads, kept per task version.
+
+    Sessions on one task share it: a rerun that changed nothing in the task, and every
+    other tab open on it, reuse the string instead of building the graph again.
+    """
+    key = _graph_key(state, max_steps)
+    with _graphs_lock:
+        cached = _graphs.get(key) if key is not None else None
+        if cached is not None:
+            _graphs.move_to_end(key)
+            return cached
+    text = json.dumps(dag_data(state, max_steps=max_steps), separators=(",", ":"))
+    if key is not None:
+        with _graphs_lock:
+            _graphs[key] = text
+            while len(_graphs) > _CACHED_GRAPHS:
+                _graphs.popitem(last=False)
+    return text
 
 
 def render_dag(
@@ -269,29 +341,36 @@ def render_dag(
     height: int = 420,
     selected: str | None = None,
     on_select: Callable[[str | None], None] | None = None,
+    on_unfold: Callable[[], None] | None = None,
+    max_steps: int = MAX_DRAWN_STEPS,
     key: str | None = None,
 ) -> None:
     """Draw the DAG with the click-aware component; fall back to Graphviz if it cannot load.
 
     `selected` is drawn selected. A click on a step calls `on_select` with its id (None for
-    a click on empty space) before the page reruns, like a widget's `on_change`.
+    a click on empty space) before the page reruns, like a widget's `on_change`. Steps
+    beyond the newest `max_steps` are folded into one node; a click on it calls
+    `on_unfold`.
     """
     if not state.steps:
         st.caption("No steps yet.")
         return
     key = key or f"dag-{state.task_id}"
     try:
-        data = dag_data(state)
+        graph = dag_json(state, max_steps=max_steps)
         component = declare_dag_component()
     except Exception as exc:  # The graph or the component failed: still show the graph.
         st.caption(f"Interactive graph unavailable ({type(exc).__name__}); showing Graphviz.")
-        st.graphviz_chart(to_dot(collapse_older(build_dag(state), keep=MAX_DRAWN_STEPS)))
+        st.graphviz_chart(to_dot(collapse_older(build_dag(state), keep=max_steps)))
         return
+    select = on_select or (lambda _step: None)
     component(
-        **data,
+        graph=graph,
         selected=selected,
         height=height,
         key=key,
         default=None,
-        on_change=None if on_select is None else on_node_click(key, on_select),
+        on_change=None
+        if on_select is None and on_unfold is None
+        else on_node_click(key, select, on_unfold),
     )

@@ -1,8 +1,11 @@
 // The step DAG as a bidirectional Streamlit component, without streamlit-component-lib:
 // it speaks the components v1 protocol (postMessage to the parent page) itself.
-//   in:  "streamlit:render" with args {nodes, edges, options, selected, height, legend}
+//   in:  "streamlit:render" with args {graph, selected, height}, where graph is a JSON string
+//        of {nodes, edges, options, legend} (compared as it came: redrawn only when it changed);
+//        or those four as args of their own (the Services page's hop DAG)
 //   out: "streamlit:componentReady", "streamlit:setFrameHeight", and on a click
-//        "streamlit:setComponentValue" with {step: <step id or null>, click: <unique token>}.
+//        "streamlit:setComponentValue" with {step: <step id or null>, click: <unique token>};
+//        a click on the node of folded steps sends its id ("collapsed"): the page unfolds it.
 // Security: labels are drawn by vis-network on a canvas (font.multi off, so never markup);
 // tooltips and the legend are built with textContent: no step text is ever parsed as HTML.
 (function () {
@@ -14,8 +17,9 @@
   var network = null;
   var nodes = null;
   var edges = null;
-  var drawn = null; // The JSON of the data last drawn: redraw only when it changes.
+  var drawn = null; // The graph string last drawn: redraw only when it changes.
   var lastLegend = null;
+  var unfolding = null; // The ids drawn when the fold was clicked: show the steps it held.
 
   function send(type, fields) {
     var message = { isStreamlitMessage: true, type: type };
@@ -83,10 +87,10 @@
   // the bottom at a readable zoom (the user zooms out for more). The rows shown keep every
   // node beside it in view, undone branches included: centred on the newest step alone,
   // siblings to its left were cut off at the frame's edge.
-  function frame() {
+  function frame(newest) {
     var ids = nodes.getIds();
     if (!ids.length || network.getScale() >= 0.6) return;
-    var newest = ids[ids.length - 1];
+    if (newest === undefined) newest = ids[ids.length - 1];
     var at = network.getPositions([newest])[newest];
     var scale = 0.9;
     var shownRows = (graph.clientHeight - 40) / scale; // canvas units above the newest step
@@ -101,28 +105,44 @@
     network.moveTo({ position: { x: x, y: at.y }, scale: scale, offset: { x: 0, y: below } });
   }
 
+  // The newest of the steps an unfold brought in: where the fold was, so the view stays
+  // where the person clicked and shows the steps just before it.
+  function unfolded(before) {
+    var ids = nodes.getIds();
+    for (var i = ids.length - 1; i >= 0; i--) {
+      if (ids[i] !== COLLAPSED && !before[ids[i]]) return ids[i];
+    }
+    return undefined;
+  }
+
   function onClick(params) {
     var id = params.nodes.length ? params.nodes[0] : null;
-    if (id === COLLAPSED) return; // Not a step: nothing to select.
     if (id === null && params.edges.length) return; // An edge: keep the selection.
+    if (id === COLLAPSED) {
+      unfolding = {};
+      nodes.getIds().forEach(function (shown) { unfolding[shown] = true; });
+    }
     var token = String(Date.now()) + ":" + Math.random().toString(36).slice(2);
     send("streamlit:setComponentValue", { value: { step: id, click: token }, dataType: "json" });
   }
 
-  function draw(args) {
-    var data = JSON.stringify([args.nodes, args.edges, args.options]);
-    if (data === drawn) return;
-    drawn = data;
-    nodes = new vis.DataSet(args.nodes.map(visNode));
-    edges = new vis.DataSet(args.edges);
+  function draw(text) {
+    if (text === drawn) return;
+    drawn = text;
+    var data = JSON.parse(text);
+    drawLegend(data.legend);
+    nodes = new vis.DataSet(data.nodes.map(visNode));
+    edges = new vis.DataSet(data.edges);
     if (network === null) {
-      network = new vis.Network(graph, { nodes: nodes, edges: edges }, args.options);
+      network = new vis.Network(graph, { nodes: nodes, edges: edges }, data.options);
       network.on("click", onClick);
     } else {
-      network.setOptions(args.options);
+      network.setOptions(data.options);
       network.setData({ nodes: nodes, edges: edges });
     }
-    frame();
+    var focus = unfolding === null ? undefined : unfolded(unfolding);
+    if (focus !== undefined) unfolding = null;
+    frame(focus);
     // Read by the browser tests (and handy in the console).
     window.stepwiseDag = { nodes: nodes, edges: edges, network: network };
   }
@@ -135,13 +155,21 @@
     }
   }
 
+  function graphText(args) {
+    if (typeof args.graph === "string") return args.graph;
+    return JSON.stringify({
+      nodes: args.nodes, edges: args.edges, options: args.options, legend: args.legend
+    });
+  }
+
   function render(args) {
     graph.style.height = String(args.height || 420) + "px";
-    drawLegend(args.legend);
+    var text = graphText(args);
     if (typeof vis === "undefined") {
       document.getElementById("missing").style.display = "block";
+      drawLegend(JSON.parse(text).legend);
     } else {
-      draw(args);
+      draw(text);
       select(args.selected);
     }
     setHeight();

@@ -248,9 +248,7 @@ def test_ensure_static_assets_copies_vis_network_and_repairs_a_stale_copy(
 ) -> None:
     static = tmp_path / "static"
     monkeypatch.setattr(dag_view, "STATIC_DIR", static)
-    bundle = (
-        Path(dag_view.pyvis.__file__).parent / "lib/vis-9.1.2/vis-network.min.js"
-    ).read_bytes()
+    bundle = dag_view.pyvis_bundle().read_bytes()
 
     target = dag_view.ensure_static_assets()
 
@@ -267,7 +265,7 @@ def test_the_component_ships_the_pinned_pyvis_bundle_of_vis_network() -> None:
     # Kept in the repository and shipped in the wheel, so an installed app writes nothing
     # beside its code: it must stay the bundle of the pyvis the lock pins.
     shipped = (dag_view.COMPONENT_DIR / "vis-network.min.js").read_bytes()
-    assert shipped == dag_view._PYVIS_VIS.read_bytes()
+    assert shipped == dag_view.pyvis_bundle().read_bytes()
     assert b"@version 9.1.2" in shipped[:400]
 
 
@@ -301,11 +299,12 @@ def test_render_dag_draws_the_click_component_with_the_graph_as_data(static_dir:
     (graph,) = app.get("component_instance")
     assert graph.proto.component_name == "components.dag_view.stepwise_dag"
     args = json.loads(graph.proto.json_args)
-    assert [n["id"] for n in args["nodes"]] == ["s1", "s2"]
-    assert [(e["from"], e["to"]) for e in args["edges"]] == [("s1", "s2")]
-    assert args["options"]["nodes"]["font"]["multi"] is False
+    drawn = json.loads(args["graph"])  # One string: no list for Streamlit to check for pandas.
+    assert [n["id"] for n in drawn["nodes"]] == ["s1", "s2"]
+    assert [(e["from"], e["to"]) for e in drawn["edges"]] == [("s1", "s2")]
+    assert drawn["options"]["nodes"]["font"]["multi"] is False
     assert args["key"] == "dag-t1" and args["height"] == 420
-    assert {item["label"] for item in args["legend"]} >= {"completed"}
+    assert {item["label"] for item in drawn["legend"]} >= {"completed"}
     assert (dag_view.COMPONENT_DIR / "vis-network.min.js").exists()
     assert not app.get("iframe") and not app.get("graphviz_chart")
 
@@ -400,8 +399,22 @@ def test_a_click_reaches_on_select_before_the_rerun(monkeypatch: pytest.MonkeyPa
     session: dict[str, Any] = {"dag-t1": {"step": "s2", "click": "1:a"}}
     monkeypatch.setattr(dag_view.st, "session_state", session)
 
-    dag_view._clicked("dag-t1", clicked.append)
+    on_click = dag_view.on_node_click("dag-t1", clicked.append)
+    on_click()
     session["dag-t1"] = {"step": None, "click": "2:b"}  # A click on empty space.
-    dag_view._clicked("dag-t1", clicked.append)
+    on_click()
 
     assert clicked == ["s2", None]
+
+
+def test_a_click_on_the_fold_unfolds_it_and_selects_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clicked: list[str | None] = []
+    unfolded: list[bool] = []
+    session: dict[str, Any] = {"dag-t1": {"step": COLLAPSED_NODE, "click": "1:a"}}
+    monkeypatch.setattr(dag_view.st, "session_state", session)
+
+    dag_view.on_node_click("dag-t1", clicked.append, lambda: unfolded.append(True))()
+
+    assert unfolded == [True] and clicked == []

@@ -129,7 +129,7 @@ def card_titles(at: AppTest) -> list[str]:
 def _dag_data(at: AppTest, name: str) -> list[dict[str, Any]]:
     graphs = at.get("component_instance")
     assert len(graphs) == 1, "the page shows no DAG"
-    return json.loads(graphs[0].proto.json_args)[name]
+    return json.loads(json.loads(graphs[0].proto.json_args)["graph"])[name]
 
 
 def dag_nodes(at: AppTest) -> dict[str, dict[str, Any]]:
