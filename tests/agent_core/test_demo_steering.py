@@ -55,7 +55,7 @@ def test_an_edited_multiply_feeds_its_real_result_into_add_and_the_answer(tmp_pa
 
     assert _approve(agent, task, {"a": 121, "b": 4}).endswith("484")
     chose_add = agent.run_step(task)
-    assert "You changed my call to multiply(121, 4); it returned 484." in chose_add.thought
+    assert "You changed my call to multiply(121, 4); it returned 484." in (chose_add.thought or "")
     assert _held_call(agent, task).input == {"tool": "add", "args": {"a": 484, "b": 42}}
     assert _approve(agent, task) == "526"
 
