@@ -145,6 +145,8 @@ class Reply:
             model); the wait ends as soon as the client leaves.
         prompt_tokens: Reported input tokens.
         completion_tokens: Reported output tokens.
+        cached_tokens: Reported prompt tokens read from a cache (sent only when given).
+        reasoning_tokens: Reported reasoning tokens (OpenAI's; sent only when given).
         status: HTTP status; >= 400 sends an error body instead of a reply.
         error: The error message for an error status.
         headers: Extra response headers (e.g. `retry-after`).
@@ -155,6 +157,8 @@ class Reply:
     delay_s: float = 0.0
     prompt_tokens: int = 11
     completion_tokens: int = 7
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
     status: int = 200
     error: str = "scripted error"
     headers: Mapping[str, str] = field(default_factory=dict)
@@ -795,12 +799,17 @@ class OpenAIServer(LoopbackModelServer):
         return [(call.id or self._next_id("call_"), call) for call in reply.tool_calls]
 
     @staticmethod
-    def _usage(reply: Reply) -> dict[str, int]:
-        return {
+    def _usage(reply: Reply) -> dict[str, Any]:
+        usage: dict[str, Any] = {
             "prompt_tokens": reply.prompt_tokens,
             "completion_tokens": reply.completion_tokens,
             "total_tokens": reply.prompt_tokens + reply.completion_tokens,
         }
+        if reply.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
+        if reply.reasoning_tokens is not None:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
+        return usage
 
     def _message(self, reply: Reply, body: dict[str, Any], model: str) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
@@ -967,6 +976,7 @@ class AnthropicServer(LoopbackModelServer):
             "usage": {
                 "input_tokens": reply.prompt_tokens,
                 "output_tokens": reply.completion_tokens,
+                "cache_read_input_tokens": reply.cached_tokens,
             },
         }
 
@@ -974,7 +984,11 @@ class AnthropicServer(LoopbackModelServer):
         start = self._message(reply, body, model)
         blocks = start["content"]
         start.update(content=[], stop_reason=None)
-        start["usage"] = {"input_tokens": reply.prompt_tokens, "output_tokens": 1}
+        start["usage"] = {
+            "input_tokens": reply.prompt_tokens,
+            "output_tokens": 1,
+            "cache_read_input_tokens": reply.cached_tokens,
+        }
         yield _sse({"type": "message_start", "message": start}, "message_start")
         for index, block in enumerate(blocks):
             yield from self._block_events(index, block)

@@ -159,6 +159,11 @@ class StreamedReply(Protocol[EventT_contra]):
         """The tool calls the reply holds."""
         ...
 
+    @property
+    def finish_reason(self) -> str | None:
+        """Why the model stopped, once the stream has said so."""
+        ...
+
 
 async def relay_stream(
     open_stream: Callable[[], Awaitable[EventStream[EventT]]],
@@ -207,6 +212,9 @@ async def relay_stream(
         raise _broken_stream(where, "")
     message = ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls())
     response = ChatResponse(
-        message=message, usage=usage_of(message), model=reply.model or default_model
+        message=message,
+        usage=usage_of(message),
+        model=reply.model or default_model,
+        finish_reason=reply.finish_reason,
     )
     yield ChatStreamEvent(response=response)

@@ -174,7 +174,7 @@ class AnthropicLLM(SDKChatModel[anthropic.AsyncAnthropic, Message, RawMessageStr
     def _stream_usage(
         self, reply: Any, messages: Sequence[ChatMessage], message: ChatMessage
     ) -> Usage:
-        return self._usage(reply.prompt_tokens, reply.completion_tokens)
+        return self._usage(reply.prompt_tokens, reply.completion_tokens, reply.cached_tokens)
 
     def _response_of(self, completion: Message, messages: Sequence[ChatMessage]) -> ChatResponse:
         text = "".join(block.text for block in completion.content if isinstance(block, TextBlock))
@@ -184,11 +184,24 @@ class AnthropicLLM(SDKChatModel[anthropic.AsyncAnthropic, Message, RawMessageStr
             if isinstance(block, ToolUseBlock)
         )
         message = ChatMessage(role="assistant", content=text, tool_calls=calls)
-        usage = self._usage(completion.usage.input_tokens, completion.usage.output_tokens)
-        return ChatResponse(message=message, usage=usage, model=completion.model or self.model)
+        usage = self._usage(
+            completion.usage.input_tokens,
+            completion.usage.output_tokens,
+            completion.usage.cache_read_input_tokens,
+        )
+        return ChatResponse(
+            message=message,
+            usage=usage,
+            model=completion.model or self.model,
+            finish_reason=completion.stop_reason,
+        )
 
-    def _usage(self, prompt_tokens: int, completion_tokens: int) -> Usage:
-        usage = Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    def _usage(
+        self, prompt_tokens: int, completion_tokens: int, cached: int | None = None
+    ) -> Usage:
+        usage = Usage(
+            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cached_tokens=cached
+        )
         return self.prices.with_cost(self.model, usage)
 
     def _map_errors(self, client: anthropic.AsyncAnthropic) -> AbstractContextManager[None]:
@@ -309,7 +322,9 @@ class _StreamedReply:
         self._calls: list[ToolCall] = []
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self.cached_tokens: int | None = None
         self.model: str | None = None
+        self.finish_reason: str | None = None
 
     @property
     def text(self) -> str:
@@ -322,6 +337,7 @@ class _StreamedReply:
             self.model = event.message.model
             self.prompt_tokens = event.message.usage.input_tokens
             self.completion_tokens = event.message.usage.output_tokens
+            self.cached_tokens = event.message.usage.cache_read_input_tokens
         elif isinstance(event, RawContentBlockStartEvent):
             return self._start(event)
         elif isinstance(event, RawContentBlockDeltaEvent):
@@ -331,6 +347,7 @@ class _StreamedReply:
         elif isinstance(event, RawMessageDeltaEvent):
             # Counts in `message_delta` are cumulative: they replace, not add.
             self.completion_tokens = event.usage.output_tokens
+            self.finish_reason = event.delta.stop_reason or self.finish_reason
             if event.usage.input_tokens is not None:
                 self.prompt_tokens = event.usage.input_tokens
         return ""

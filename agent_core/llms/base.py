@@ -101,6 +101,10 @@ class Usage(BaseModel):
     cost_usd: float | None = None
     estimated: bool = False
     """The counts are Stepwise's own estimate: the server sent none (show them as "≈")."""
+    cached_tokens: int | None = None
+    """Of the prompt tokens, those the server read from its prompt cache (when it says)."""
+    reasoning_tokens: int | None = None
+    """Of the completion tokens, those spent reasoning (when the server says)."""
 
     @property
     def total_tokens(self) -> int:
@@ -115,6 +119,8 @@ class Usage(BaseModel):
             cost_usd=sum(costs) if costs else None,
             # A sum with any estimated part is itself an estimate.
             estimated=self.estimated or other.estimated,
+            cached_tokens=_combined(self.cached_tokens, other.cached_tokens, 1),
+            reasoning_tokens=_combined(self.reasoning_tokens, other.reasoning_tokens, 1),
         )
 
     def __sub__(self, other: Usage) -> Usage:
@@ -126,7 +132,16 @@ class Usage(BaseModel):
             completion_tokens=max(0, self.completion_tokens - other.completion_tokens),
             cost_usd=cost,
             estimated=self.estimated or other.estimated,
+            cached_tokens=_combined(self.cached_tokens, other.cached_tokens, -1),
+            reasoning_tokens=_combined(self.reasoning_tokens, other.reasoning_tokens, -1),
         )
+
+
+def _combined(mine: int | None, theirs: int | None, sign: int) -> int | None:
+    """A sum (sign 1) or difference (-1) of counts a server may not report (None)."""
+    if mine is None and theirs is None:
+        return None
+    return max(0, (mine or 0) + sign * (theirs or 0))
 
 
 class ChatResponse(BaseModel):
@@ -135,6 +150,8 @@ class ChatResponse(BaseModel):
     message: ChatMessage
     usage: Usage = Field(default_factory=Usage)
     model: str | None = None
+    finish_reason: str | None = None
+    """Why the model stopped, in its server's words ("stop", "tool_calls", "end_turn"...)."""
 
     @property
     def text(self) -> str:

@@ -189,7 +189,12 @@ class OpenAILLM(SDKChatModel[openai.AsyncOpenAI, ChatCompletion, ChatCompletionC
         content = reply.content or reply.refusal or ""
         message = ChatMessage(role="assistant", content=content, tool_calls=calls)
         usage = self._usage_of(completion.usage, messages, message)
-        return ChatResponse(message=message, usage=usage, model=completion.model or self.model)
+        return ChatResponse(
+            message=message,
+            usage=usage,
+            model=completion.model or self.model,
+            finish_reason=completion.choices[0].finish_reason,
+        )
 
     def _usage_of(
         self,
@@ -198,9 +203,12 @@ class OpenAILLM(SDKChatModel[openai.AsyncOpenAI, ChatCompletion, ChatCompletionC
         reply: ChatMessage,
     ) -> Usage:
         if reported is not None:
+            prompt, completion = reported.prompt_tokens_details, reported.completion_tokens_details
             usage = Usage(
                 prompt_tokens=reported.prompt_tokens,
                 completion_tokens=reported.completion_tokens,
+                cached_tokens=prompt.cached_tokens if prompt else None,
+                reasoning_tokens=completion.reasoning_tokens if completion else None,
             )
         else:  # Some compatible servers report no usage; an estimate beats showing zero.
             usage = Usage(
@@ -352,6 +360,7 @@ class _StreamedReply:
         self._calls: list[_PartialCall] = []
         self.usage: CompletionUsage | None = None
         self.model: str | None = None
+        self.finish_reason: str | None = None
 
     @property
     def text(self) -> str:
@@ -368,6 +377,7 @@ class _StreamedReply:
             if choice.index != 0:  # Only one reply is asked for (n=1).
                 continue
             delta_text += (choice.delta.content or "") + (choice.delta.refusal or "")
+            self.finish_reason = choice.finish_reason or self.finish_reason
             for call in choice.delta.tool_calls or ():
                 self._add_call(call)
         self._text.append(delta_text)

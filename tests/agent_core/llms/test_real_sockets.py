@@ -149,6 +149,40 @@ def test_stream_chat_assembles_streamed_tool_calls(provider: Provider) -> None:
     assert response.usage.completion_tokens == 9
 
 
+@pytest.mark.parametrize("streamed", [False, True])
+def test_the_finish_reason_and_cached_tokens_come_through(provider: Provider, streamed) -> None:
+    """What the trace's model span shows: why the model stopped, prompt tokens from cache."""
+    calls = [ReplyToolCall("add", {"a": 1, "b": 2})]
+    provider.server.script(
+        Reply(text="Hm.", prompt_tokens=40, cached_tokens=32),
+        Reply(tool_calls=calls, prompt_tokens=40, cached_tokens=0),
+    )
+    llm = provider.make_llm()
+
+    async def ask() -> ChatResponse:
+        if streamed:
+            return (await collect(llm.stream_chat(QUESTION, tools=[ADD])))[1]
+        return await llm.chat(QUESTION, tools=[ADD])
+
+    text, call = asyncio.run(ask()), asyncio.run(ask())
+
+    stop, tool_use = (
+        ("stop", "tool_calls") if provider.name == "openai" else ("end_turn", "tool_use")
+    )
+    assert (text.finish_reason, call.finish_reason) == (stop, tool_use)
+    assert (text.usage.cached_tokens, call.usage.cached_tokens) == (32, 0)
+    assert (text.usage + call.usage).cached_tokens == 32
+
+
+def test_openai_reasoning_tokens_are_read_when_the_server_reports_them() -> None:
+    replies = [Reply(text="4", completion_tokens=50, reasoning_tokens=44), Reply(text="5")]
+    with OpenAIServer(replies) as server:
+        llm = _openai(server)
+        reasoned, plain = asyncio.run(llm.chat(QUESTION)), asyncio.run(llm.chat(QUESTION))
+    assert reasoned.usage.reasoning_tokens == 44
+    assert plain.usage.reasoning_tokens is None and plain.usage.cached_tokens is None
+
+
 def test_openai_stream_asks_for_usage_and_gets_it_in_the_last_chunk() -> None:
     with OpenAIServer([Reply(text="hi there", prompt_tokens=8, completion_tokens=2)]) as server:
         llm = _openai(server)
