@@ -166,10 +166,11 @@ def render_lineage(reader: ParallelAgentRunner, task_state: TaskState) -> None:
         _line(f"Forked from task {short_id(fork.task_id)} at {at}.", fork.task_id, "forked")
     continued = continued_task(reader, task)
     if continued is not None:
+        thread = task.thread_id
+        started = "" if thread == continued.task_id else f"thread of task {short_id(thread)}; "
         said = (
-            f"Continues the conversation of task {short_id(continued.task_id)} "
-            f"(thread {short_id(task.thread_id)}; {plural(task.history_length, 'message')} "
-            "before this task's question)."
+            f"Continues the conversation of task {short_id(continued.task_id)} ({started}"
+            f"{plural(task.history_length, 'message')} before this task's question)."
         )
         _line(said, continued.task_id, "continued")
 
