@@ -33,6 +33,7 @@ __all__ = [
     "note_text",
     "plain",
     "plural",
+    "replaces_message",
     "step_name",
     "token_count",
     "tokens_text",
@@ -211,7 +212,7 @@ ADVICE: dict[str, str] = {
     "reload_code": "Fix it if it needs it, press Reload my code on the New task form, then "
     "Run step again. Nothing completed was lost.",
     "raise_limits": "Raise the task's bound with the Limits button above the steps, then press "
-    "Run step again. Nothing completed was lost.",
+    "Run step again (or Undo and steer it). Nothing completed was lost.",
 }
 """What to do, by the runtime's `remedy`, naming the button or page that does it."""
 
@@ -486,8 +487,9 @@ _CAUSES: dict[str, Callable[[_Error], str]] = {
     ),
     "max_iterations": lambda e: (
         f"the agent took its limit of {plural(e.param('limit', int) or 0, 'reasoning step')} "
-        "without an answer. Undo and steer it with feedback or a new input"
+        "without an answer"
     ),
+    "limit_reached": lambda e: _spent(e),
     "script_exhausted": lambda _: (
         "the demo model has run out of scripted replies: it only plays its script. Undo to go "
         "back, or start a New task with another model"
@@ -497,6 +499,20 @@ _CAUSES: dict[str, Callable[[_Error], str]] = {
     ),
 }
 """What went wrong inside a failed step, by the code of its cause (no capital, no stop)."""
+
+
+_BOUNDS = {"max_tokens": "tokens", "max_cost_usd": "dollars", "max_iterations": "reasoning steps"}
+
+
+def _spent(error: _Error) -> str:
+    """What bound a task spent: "has spent 1,204 tokens of its bound of 1,000" (no stop)."""
+    which = error.param("limit_name", str) or ""
+    limit, used = error.param("limit", (int, float)), error.param("used", (int, float))
+    if which == "max_cost_usd" and limit is not None and used is not None:
+        return f"has spent ${used:,.4f} of its bound of ${limit:,.2f}"
+    if which in _BOUNDS and limit is not None and used is not None:
+        return f"has spent {used:,} {_BOUNDS[which]} of its bound of {limit:,}"
+    return "has reached one of its bounds (reasoning steps, tokens or dollars)"
 
 
 def _cause(failure: _Error) -> _Error:
@@ -524,6 +540,8 @@ def _step_failed(failure: _Error) -> str:
         return f"{_first_upper(who)} could not call the model. {_key_missing(cause)}"
     if cause.code == "task_changed":
         return _CHANGED
+    if cause.code in _RAISE_LIMITS:
+        who = _number_it_takes(failure) or who
     words = _CAUSES.get(cause.code)
     said = words(cause) if words is not None else cause.message.strip().rstrip(";,:")
     failed = _sentence(f"{who} failed: {said}")
@@ -532,7 +550,25 @@ def _step_failed(failure: _Error) -> str:
     return f"{failed} {failure.advice('edit_step')}"
 
 
+def _number_it_takes(failure: _Error) -> str | None:
+    """The number a failed step of a one-step-at-a-time agent takes when it runs ("step 11").
+
+    A step is numbered when it completes; a reasoning step stopped by a bound is the only
+    upcoming step of its (ReAct or function-calling) task, so it is the next number.
+    """
+    state = failure.task_state
+    if state is None or failure.step_id not in state.steps or len(state.queue) != 1:
+        return None
+    number = state.steps[failure.step_id].number
+    return f"step {number if number is not None else len(state.completed) + 1}"
+
+
+def _limit_reached(error: _Error) -> str:
+    return f"{_sentence('this task ' + _spent(error))} {ADVICE['raise_limits']}"
+
+
 _BY_CODE["step_failed"] = _step_failed
+_BY_CODE["limit_reached"] = _limit_reached
 _BY_CODE["conflict"] = lambda e: _step_failed(e) if e.param("cause_code", str) else _said(e)
 
 
@@ -575,6 +611,19 @@ def describe(exc: BaseException, task_state: TaskState | None = None) -> str:
     return describe_data(exc.to_data(), task_state)
 
 
+_RAISE_LIMITS = frozenset({"max_iterations", "limit_reached"})
+"""Failures a person fixes with the Limits button: the runtime's message names its API."""
+
+
+def replaces_message(code: str | None) -> bool:
+    """Whether the app's words for a failure with `code` say all its message says.
+
+    Such a failure's stored message (written for Python users: `set_limits(...)`) is not
+    shown beside the app's sentence.
+    """
+    return code in _RAISE_LIMITS
+
+
 def failed_step_text(step: TaskStep, task_state: TaskState | None = None) -> str:
     """Why a stored step failed and what to do, from the code it was recorded with.
 
@@ -598,6 +647,9 @@ def failed_step_text(step: TaskStep, task_state: TaskState | None = None) -> str
     words = _CAUSES.get(step.error_code)
     if step.error_code == "mcp_server_failed":
         return f"This step failed: {_mcp_server(cause)}. {ADVICE['reload_code']}"
+    if step.error_code in _RAISE_LIMITS:
+        said = words(cause) if words is not None else "it reached a bound of the task"
+        return f"This step failed: {said}. {ADVICE['raise_limits']}"
     if words is not None:
         return f"This step failed: {words(cause)}."
     if step.error_code == "model_error":

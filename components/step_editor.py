@@ -36,7 +36,7 @@ from agent_core.workers.multimodal_react import step_images
 from components import task_version
 from components.actions import show_message
 from components.memory_view import render_memory
-from components.messages import failed_step_text, plain
+from components.messages import failed_step_text, plain, replaces_message
 from components.step_card import render_traceback
 from components.task_images import render_thumbnails
 
@@ -448,7 +448,8 @@ def render_upcoming_step(
         st.markdown(f"**{_title(runner, step, ready=not ctx.waits)}**")
         if step.error:
             st.error(plain(failed_step_text(step, task_state)))
-            st.code(step.error, language=None, wrap_lines=True)
+            if not replaces_message(step.error_code):
+                st.code(step.error, language=None, wrap_lines=True)
             render_traceback(step)
         if step.kind is StepKind.TOOL:
             _render_tool_call(ctx)

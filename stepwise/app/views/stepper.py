@@ -39,6 +39,7 @@ from components.live_step import render_live_step, watch_live_steps
 from components.memory_view import render_memory
 from components.messages import plain, plural, token_count, tokens_text
 from components.model_choice import max_tokens_text
+from components.run_limits import limits_of, limits_text, render_limits_button
 from components.step_card import render_step_card
 from components.step_editor import preview_messages, render_upcoming_step
 from components.step_travel import Travel, render_step_travel
@@ -134,14 +135,29 @@ def _header(task_state: TaskState, runner: ParallelAgentRunner) -> None:
         tokens_text(usage),
         usage_cost_text(usage),
     ]
-    st.caption(" · ".join(part for part in parts if part))
     spec = runtime.spec_of(task.task_id)
+    limits = limits_of(task_state, runner, spec)
+    status_col, limits_col = st.columns([6, 1], vertical_alignment="center")
+    status_col.caption(" · ".join(part for part in parts if part))
+    status_col.caption(limits_text(limits))
+    with limits_col:
+        render_limits_button(runner, task_state, limits, why_not=_limits_reason(task_state))
     cap = max_tokens_text(spec)
     # A framework's agent runs on its own model (BaseAgentWorker.own_model).
     own = getattr(runner.agent_worker, "own_model", None)
     model = f"{own} (the agent's own)" if own else model_label(spec)
     line = f"Model: {model} · Agent: {agent_label(spec)}" + (f" · {cap}" if cap else "")
     st.text(line)  # names: not markdown
+
+
+def _limits_reason(task_state: TaskState) -> str:
+    """Why the Limits button cannot change the task's bounds; "" when it can."""
+    task = task_state.task
+    if task.imported:
+        return "Imported from a trace: this copy is read only."
+    if task.status not in _RUNNABLE:
+        return f"The task is {task.status.value}: its bounds no longer matter."
+    return ""
 
 
 def _nothing_queued(view: _View) -> str:
