@@ -22,7 +22,12 @@ def test_the_start_page_says_what_stepwise_is_and_links_every_page(app: AppTest)
     assert "Stepper" in intro[1] and "Settings" in intro[1]
     links = {link.proto.label.split(":")[0]: link.proto.page for link in app.get("page_link")}
     assert links.pop("Stepper") in ("", "stepper")  # The default page: the browser opens "/".
-    assert links == {"Tasks": "tasks", "Settings": "settings"}
+    assert links == {
+        "Tasks": "tasks",
+        "Playground": "playground",
+        "Services": "services",
+        "Settings": "settings",
+    }
 
 
 def test_the_stepper_is_still_the_page_the_app_opens_on(app: AppTest):

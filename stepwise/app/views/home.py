@@ -23,6 +23,16 @@ def render() -> None:
         icon=":material/list:",
     )
     st.page_link(
+        navigation.page("playground"),
+        label="Playground: one stateless agent step at a time, by hand (the Execute API)",
+        icon=":material/chat:",
+    )
+    st.page_link(
+        navigation.page("services"),
+        label="Services: watch and steer multi-agent services, each hop as a live DAG",
+        icon=":material/hub:",
+    )
+    st.page_link(
         navigation.page("settings"),
         label="Settings: the model, your keys and prices",
         icon=":material/settings:",
