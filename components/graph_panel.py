@@ -184,6 +184,22 @@ def _selected_step(
             st.rerun()
 
 
+def _unfold_button(task_state: TaskState) -> None:
+    """The fold's click as a button: the fold sits above the newest steps, out of view."""
+    task_id = task_state.task_id
+    folded = len(task_state.steps) - drawn_steps(task_id)
+    if folded > 0:
+        st.button(
+            f"Show {min(folded, UNFOLD_STEPS)} earlier steps in the graph",
+            key=f"dag-unfold-{task_id}",
+            type="tertiary",
+            on_click=_unfold,
+            args=(task_id,),
+            help=f"{folded:,} older steps are folded into the graph's top node; clicking it "
+            "shows them too.",
+        )
+
+
 def _close_compare() -> None:
     st.session_state.pop(_COMPARE_OPEN, None)
 
@@ -226,6 +242,7 @@ def render_graph_panel(runner: ParallelAgentRunner, task_state: TaskState, *, ac
         max_steps=drawn_steps(task_id),
         key=f"dag-{task_id}",
     )
+    _unfold_button(task_state)
     if selected is not None:
         _selected_step(runner, task_state, selected, active=active)
     elif task_state.steps:

@@ -139,6 +139,10 @@
     } else {
       network.setOptions(data.options);
       network.setData({ nodes: nodes, edges: edges });
+      // A tooltip shown over a node that is gone (the fold just clicked) would stay up.
+      document.querySelectorAll("div.vis-tooltip").forEach(function (tip) {
+        tip.style.visibility = "hidden";
+      });
     }
     var focus = unfolding === null ? undefined : unfolded(unfolding);
     if (focus !== undefined) unfolding = null;
