@@ -26,6 +26,7 @@ from agent_core.types import StepKind, TaskState, TaskStep
 
 __all__ = [
     "ADVICE",
+    "ServerKey",
     "cost_text",
     "describe",
     "describe_data",
@@ -615,21 +616,61 @@ _RAISE_LIMITS = frozenset({"max_iterations", "limit_reached"})
 """Failures a person fixes with the Limits button: the runtime's message names its API."""
 
 
-def replaces_message(code: str | None) -> bool:
-    """Whether the app's words for a failure with `code` say all its message says.
+@dataclass(frozen=True)
+class ServerKey:
+    """The server a task's model runs on, and whether this session has a key for it.
 
-    Such a failure's stored message (written for Python users: `set_limits(...)`) is not
-    shown beside the app's sentence.
+    A 401 from such a server is fixed with that server's key in Settings, not OPENAI_API_KEY.
     """
-    return code in _RAISE_LIMITS
+
+    address: str
+    has_key: bool
 
 
-def failed_step_text(step: TaskStep, task_state: TaskState | None = None) -> str:
+def _server_refused(server: ServerKey) -> str:
+    where = f"The server at {server.address}"
+    if server.has_key:
+        return (
+            f"This step failed: {where} refused the request's key (status 401). If you "
+            "entered the server's key after this step ran, press Run step again; else check "
+            "it under API keys on the Settings page."
+        )
+    return (
+        f"This step failed: {where} asks for a key (status 401), and this browser session has "
+        "none for it. A key typed in Settings lasts one session, so a reload drops it: enter "
+        "the server's key under API keys on the Settings page, then press Run step again."
+    )
+
+
+def _is_server_401(step: TaskStep, server: ServerKey | None) -> bool:
+    return (
+        server is not None
+        and step.error_code == "model_error"
+        and step.error_params.get("status") == 401
+    )
+
+
+def replaces_message(step: TaskStep, server: ServerKey | None = None) -> bool:
+    """Whether the app's words for `step`'s failure say all its stored message says.
+
+    Such a message, written for Python users (`set_limits(...)`, "check OPENAI_API_KEY"),
+    is not shown beside the app's sentence.
+    """
+    return step.error_code in _RAISE_LIMITS or _is_server_401(step, server)
+
+
+def failed_step_text(
+    step: TaskStep, task_state: TaskState | None = None, *, server: ServerKey | None = None
+) -> str:
     """Why a stored step failed and what to do, from the code it was recorded with.
 
     A step stored before errors carried codes has none: the sentence is then the general
-    advice, and the page shows the stored message beside it as it is.
+    advice, and the page shows the stored message beside it as it is. `server` is the
+    server the task's model runs on, when it is not a provider's API.
     """
+    if _is_server_401(step, server):
+        assert server is not None
+        return _server_refused(server)
     if not step.error_code:
         return "This step failed. Edit its input and run it again, or undo."
     cause = _Error(

@@ -33,10 +33,10 @@ from agent_core.types import (
     TaskStep,
 )
 from agent_core.workers.multimodal_react import step_images
-from components import task_version
+from components import runtime, state, task_version
 from components.actions import show_message
 from components.memory_view import render_memory
-from components.messages import failed_step_text, plain, replaces_message
+from components.messages import ServerKey, failed_step_text, plain, replaces_message
 from components.step_card import render_traceback
 from components.task_images import render_thumbnails
 
@@ -439,6 +439,19 @@ def _render_text_step(ctx: _Ctx) -> None:
     _show_problem(ctx, "note")
 
 
+def _server_key(task_id: str) -> ServerKey | None:
+    """The server the task's model runs on, and whether this session has its key.
+
+    As `components.runtime` sends keys: a task with a server address gets only the key typed
+    for that server.
+    """
+    spec = runtime.spec_of(task_id)
+    if not spec.base_url:  # A provider's own API: its key is the provider's (Settings says).
+        return None
+    provider = state.server_provider(spec.base_url)
+    return ServerKey(provider.removeprefix("server:"), state.api_key(provider) is not None)
+
+
 def render_upcoming_step(
     runner: ParallelAgentRunner, task_state: TaskState, step: TaskStep, *, human: HumanLLM | None
 ) -> None:
@@ -447,8 +460,9 @@ def render_upcoming_step(
     with st.container(border=True):
         st.markdown(f"**{_title(runner, step, ready=not ctx.waits)}**")
         if step.error:
-            st.error(plain(failed_step_text(step, task_state)))
-            if not replaces_message(step.error_code):
+            server = _server_key(step.task_id)
+            st.error(plain(failed_step_text(step, task_state, server=server)))
+            if not replaces_message(step, server):
                 st.code(step.error, language=None, wrap_lines=True)
             render_traceback(step)
         if step.kind is StepKind.TOOL:

@@ -1,0 +1,73 @@
+"""Smaller faults of the app found in the browser (issue 22, item 8), checked in AppTest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from streamlit.testing.v1 import AppTest
+
+from components.messages import unplain
+from tests.app.conftest import only_task_state
+from tests.llm_servers import OpenAIServer, Reply
+
+
+def ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def boxes(app: AppTest) -> str:
+    found = [*app.error, *app.warning, *app.info, *app.success]
+    return "\n".join(unplain(e.value) for e in found) + "\n".join(t.value for t in app.toast)
+
+
+def codes(app: AppTest) -> str:
+    return "\n".join(c.value for c in app.code)
+
+
+def run_step(app: AppTest) -> None:
+    buttons = [b for b in app.button if b.key and b.key.startswith("run-")]
+    assert buttons, "no Run step button"
+    ok(buttons[0].click().run())
+
+
+def create_on_server(app: AppTest, url: str, text: str = "What is 1 + 2?") -> None:
+    ok(app.run())
+    app.selectbox(key="form-worker").set_value("react")
+    app.selectbox(key="form-provider").set_value("openai").run()
+    app.text_input(key="form-model-openai").input("local-model")
+    app.text_input(key="form-base-url-openai").input(url)
+    app.multiselect(key="form-tools").set_value(["arithmetic"])
+    app.text_area(key="form-task").input(text)
+    ok(app.button(key="form-create").click().run())
+
+
+def _refuse(_body: dict[str, Any]) -> Reply:
+    return Reply(status=401, error="Invalid API key")
+
+
+def test_a_401_from_a_local_server_points_at_the_servers_key_in_settings(
+    app: AppTest, db_path: Path
+) -> None:
+    with OpenAIServer(policy=_refuse) as server:
+        create_on_server(app, f"{server.url}/v1")
+        run_step(app)
+        said = boxes(app)
+        assert only_task_state(db_path).steps  # the step failed with the server's 401
+        assert "OPENAI_API_KEY" not in said + codes(app)
+        assert f"The server at {server.url}/v1 asks for a key (status 401)" in said
+        assert "this browser session has none for it" in said and "a reload drops it" in said
+        assert "API keys on the Settings page" in said
+
+        app.switch_page("pages/settings.py")
+        ok(app.run())  # the open task's server is offered a key there
+        app.text_input(key="settings-key-server").input("server-key-1")
+        ok(app.button(key="settings-use-key-server").click().run())
+        app.switch_page("pages/stepper.py")
+        ok(app.run())
+        said = boxes(app)
+        assert "refused the request's key (status 401)" in said
+        assert "OPENAI_API_KEY" not in said + codes(app)
+        run_step(app)  # the key typed in Settings reaches the server
+        assert server.model_requests[-1].headers["authorization"] == "Bearer server-key-1"
