@@ -1,7 +1,10 @@
-"""The Tasks page's pieces: the filtered task list, its rows, and trace export and import.
+"""The Tasks page's pieces: the task list by thread, its rows, trace export and import.
 
-A task's input came from a person or a model, so it is shown with `st.text`, never markdown;
-its agent's name and file came from a person, so they are escaped (`messages.plain`).
+A thread is a conversation (`TaskSummary.thread_id`): a task continued from another joins its
+thread. A thread of several tasks is drawn as one box, titled with its first question, its
+tasks newest first. A task's input came from a person or a model, so it is shown with
+`st.text`, never markdown; its agent's name and file came from a person, so they are
+escaped (`messages.plain`).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
@@ -29,12 +33,15 @@ __all__ = [
     "ALL_STATUSES",
     "IMPORTED_BADGE",
     "PAGE_SIZE",
+    "Thread",
     "agent_line",
     "delete_note",
     "filter_tasks",
+    "group_threads",
     "import_upload",
     "render_import",
     "render_task_row",
+    "render_thread",
     "status_options",
     "summary_line",
     "trace_data",
@@ -46,7 +53,7 @@ __all__ = [
 logger = logging.getLogger("stepwise.app")
 
 PAGE_SIZE = 50
-"""How many tasks the list shows before "Show all"."""
+"""How many threads (single tasks included) the list shows before "Show all"."""
 ALL_STATUSES = "all"
 _INPUT_SHOWN_CHARS = 160
 _MAX_FILES_COUNTED = 10_000
@@ -70,6 +77,48 @@ def filter_tasks(tasks: Sequence[TaskSummary], *, status: str, query: str) -> li
         and (not needle or needle in task.input.casefold())
     ]
     return sorted(chosen, key=lambda task: task.updated_at, reverse=True)
+
+
+@dataclass(frozen=True)
+class Thread:
+    """A conversation's tasks as the list shows them."""
+
+    thread_id: str
+    tasks: tuple[TaskSummary, ...]
+    """The thread's tasks the filter kept, newest first."""
+    title: str
+    """The thread's first question: the input of its first task (filtered out or not)."""
+
+
+def group_threads(
+    shown: Sequence[TaskSummary], every: Sequence[TaskSummary] | None = None
+) -> list[Thread]:
+    """The `shown` tasks by thread, the thread updated last first; each thread's newest first.
+
+    `every` (all the tasks, `shown` when None) gives each thread its title, so a filter that
+    hides a thread's first task does not rename the thread. One pass over each list: cheap
+    at thousands of tasks.
+    """
+    first: dict[str, TaskSummary] = {}
+    for task in every if every is not None else shown:
+        key = _thread_of(task)
+        if key not in first or task.created_at < first[key].created_at:
+            first[key] = task
+    grouped: dict[str, list[TaskSummary]] = {}
+    for task in sorted(shown, key=lambda task: task.updated_at, reverse=True):
+        grouped.setdefault(_thread_of(task), []).append(task)  # The latest thread first.
+    return [
+        Thread(
+            thread_id=key,
+            tasks=tuple(sorted(tasks, key=lambda task: task.created_at, reverse=True)),
+            title=(first.get(key) or tasks[-1]).input,
+        )
+        for key, tasks in grouped.items()
+    ]
+
+
+def _thread_of(task: TaskSummary) -> str:
+    return task.thread_id or task.task_id  # A damaged row: a thread of its own.
 
 
 def usage_cost_text(usage: Usage) -> str:
@@ -164,6 +213,18 @@ def trace_data(store: Store, task_id: str) -> Callable[[], str]:
 def import_upload(data: bytes) -> str:
     """Import a trace file's bytes into the app's store; the new task's id."""
     return import_trace(data, runtime.shared_store())
+
+
+def render_thread(thread: Thread, *, store: Store) -> None:
+    """A thread: one task as its row, or several in one box under the first question."""
+    if len(thread.tasks) == 1:
+        render_task_row(thread.tasks[0], store=store)
+        return
+    with st.container(border=True, key=f"thread-{thread.thread_id}"):
+        st.caption(f"Conversation of {len(thread.tasks)} tasks, newest first. It began with:")
+        st.text(_one_line(thread.title))
+        for task in thread.tasks:
+            render_task_row(task, store=store)
 
 
 def render_task_row(task: TaskSummary, *, store: Store) -> None:

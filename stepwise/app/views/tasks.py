@@ -1,4 +1,8 @@
-"""Tasks: every task in the store, to open, delete, export as a trace, or import one."""
+"""Tasks: every task in the store by thread, to open, delete, export as a trace, or import one.
+
+The list reads the store's summaries (`list_tasks`), never a whole task: with a thousand
+tasks it is one query and one pass to group them.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,9 @@ from components.task_list import (
     ALL_STATUSES,
     PAGE_SIZE,
     filter_tasks,
+    group_threads,
     render_import,
-    render_task_row,
+    render_thread,
     status_options,
 )
 
@@ -33,13 +38,17 @@ def render() -> None:
     )
     query = search_col.text_input("Search the task inputs", key="tasks-query")
     shown = filter_tasks(tasks, status=status or ALL_STATUSES, query=query)
-    if len(shown) > PAGE_SIZE and not st.toggle(
-        f"Show all {len(shown)} tasks", key="tasks-show-all"
+    threads = group_threads(shown, tasks)
+    if len(threads) > PAGE_SIZE and not st.toggle(
+        f"Show all {len(threads)} conversations ({len(shown)} tasks)", key="tasks-show-all"
     ):
-        st.caption(f"The {PAGE_SIZE} most recently updated of {len(shown)} tasks.")
-        shown = shown[:PAGE_SIZE]
+        st.caption(
+            f"The {PAGE_SIZE} most recently updated of {len(threads)} conversations "
+            f"({len(shown)} tasks)."
+        )
+        threads = threads[:PAGE_SIZE]
     if not shown:
         st.caption("No task matches the filter.")
     store = runtime.shared_store()
-    for task in shown:
-        render_task_row(task, store=store)
+    for thread in threads:
+        render_thread(thread, store=store)
