@@ -173,6 +173,8 @@ class Task(BaseModel):
     thread_id: str = ""
     """The conversation thread the task belongs to; its own id when it started one (set on
     validation). A task that continues a finished task's conversation shares its thread."""
+    continued_from: str | None = None
+    """The finalized task whose conversation this one continues (`create_task(continue_from=)`)."""
     forked_from: ForkPoint | None = None
     """Set on a task made by `AgentRunner.fork_task`."""
     limits: RunLimits = Field(default_factory=RunLimits)

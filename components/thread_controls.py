@@ -13,9 +13,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from agent_core import ParallelAgentRunner
 from agent_core.errors import AgentCoreError
-from agent_core.store.base import TaskSummary
 from agent_core.types import Task, TaskState, TaskStatus, short_id
 from components import runtime, state
 from components.actions import attempt, show_notice
@@ -24,7 +22,6 @@ from components.task_form import agent_label, model_label
 
 __all__ = [
     "continue_reason",
-    "continued_task",
     "continuing",
     "render_continue_button",
     "render_continue_form",
@@ -134,45 +131,22 @@ def _clip(text: str, limit: int = 600) -> str:
 # --- where a task came from -------------------------------------------------------------------
 
 
-def continued_task(reader: ParallelAgentRunner, task: Task) -> TaskSummary | None:
-    """The finished task whose conversation `task` continues (None: it started its own).
-
-    A task records its thread, not the task it continued: that one is the thread's finished
-    task created before it whose conversation is as long as the history `task` started with.
-    """
-    if task.thread_id == task.task_id:
-        return None
-    earlier = [
-        t
-        for t in reader.list_tasks()
-        if t.thread_id == task.thread_id
-        and t.task_id != task.task_id
-        and t.status is TaskStatus.COMPLETED
-        and t.created_at <= task.created_at
-    ]
-    earlier.sort(key=lambda t: t.created_at, reverse=True)
-    for summary in earlier:
-        if len(reader.get_task(summary.task_id).memory) == task.history_length:
-            return summary
-    return earlier[0] if earlier else None
-
-
-def render_lineage(reader: ParallelAgentRunner, task_state: TaskState) -> None:
+def render_lineage(task_state: TaskState) -> None:
     """Under the header: the task this one continues, or the one it was forked from."""
     task = task_state.task
     fork = task.forked_from
     if fork is not None:
         at = f"step {fork.number}" if fork.number is not None else "a completed step"
         _line(f"Forked from task {short_id(fork.task_id)} at {at}.", fork.task_id, "forked")
-    continued = continued_task(reader, task)
-    if continued is not None:
+    earlier = task.continued_from
+    if earlier is not None:
         thread = task.thread_id
-        started = "" if thread == continued.task_id else f"thread of task {short_id(thread)}; "
+        started = "" if thread == earlier else f"thread of task {short_id(thread)}; "
         said = (
-            f"Continues the conversation of task {short_id(continued.task_id)} ({started}"
+            f"Continues the conversation of task {short_id(earlier)} ({started}"
             f"{plural(task.history_length, 'message')} before this task's question)."
         )
-        _line(said, continued.task_id, "continued")
+        _line(said, earlier, "continued")
 
 
 def _line(text: str, task_id: str, key: str) -> None:

@@ -124,6 +124,7 @@ def fork_state(original: TaskState, step_id: str) -> TaskState:
         task_id=original.task_id, step_id=step_id, number=point.number
     )
     fork.task.imported = False
+    fork.task.continued_from = None  # A thread of its own, as `renamed_copy` made it.
     fork.task.status = TaskStatus.ACTIVE
     _copy_workspace(original, fork)
     later = original.completed[original.completed.index(step_id) + 1 :]

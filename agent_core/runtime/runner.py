@@ -279,7 +279,8 @@ class AgentRunner(LlamaIndexRunnerAPI):
         if not isinstance(input, str):
             raise UserError(f"a task input must be a str, got {type(input).__name__}")
         self._check_size(input, "the task input")
-        history, thread_id = self._thread_start(kwargs.pop("continue_from", None))
+        continue_from: str | None = kwargs.pop("continue_from", None)
+        history, thread_id = self._thread_start(continue_from)
         task = Task(
             input=input,
             memory=ChatMemoryBuffer(
@@ -289,6 +290,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
             extra_state={**self.init_task_state_kwargs, **(kwargs.pop("extra_state", None) or {})},
             spec=kwargs.pop("spec", self.spec),
             thread_id=thread_id or "",
+            continued_from=continue_from,
         )
         ledger_key: str | None = kwargs.pop("ledger_key", None)
         step = self.agent_worker.initialize_step(task, **kwargs)

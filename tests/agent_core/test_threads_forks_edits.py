@@ -69,6 +69,7 @@ def test_continue_from_starts_with_the_finalized_tasks_conversation_and_thread(m
     assert follow.memory.get_all() == earlier
     assert follow.history_length == len(earlier)
     assert follow.thread_id == runner.get_task(first).thread_id == first
+    assert follow.continued_from == first
     alone = runner.create_task("Unrelated")
     assert alone.thread_id == alone.task_id and alone.history_length == 0
     threads = {t.task_id: t.thread_id for t in runner.list_tasks()}

@@ -564,7 +564,7 @@ def _task_view(task_id: str) -> None:
     task_state = runner.snapshot_task_state(task_id)  # Steps may commit while this draws.
     why_read_only = _why_read_only(task_state, problem)
     _header(task_state, runner)
-    render_lineage(runtime.reader(), task_state)
+    render_lineage(task_state)
     if problem is not None:
         _problem(problem)
     until_running = run_until_job.render_running(task_id)
