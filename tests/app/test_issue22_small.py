@@ -71,3 +71,37 @@ def test_a_401_from_a_local_server_points_at_the_servers_key_in_settings(
         assert "OPENAI_API_KEY" not in said + codes(app)
         run_step(app)  # the key typed in Settings reaches the server
         assert server.model_requests[-1].headers["authorization"] == "Bearer server-key-1"
+
+
+def _captions(app: AppTest) -> str:
+    return " ".join(c.value for c in app.caption)
+
+
+def test_the_free_demo_model_costs_0_not_cost_unknown(app: AppTest) -> None:
+    ok(app.run())
+    ok(app.button(key="scenario-arithmetic").click().run())
+    run_step(app)
+    header = _captions(app)
+    assert "cost unknown" not in header
+    assert "$0 (free)" in header and "$0.0000 (no bound)" in header
+
+
+def test_a_task_with_one_failed_step_to_retry_reads_active(app: AppTest, db_path: Path) -> None:
+    down = [True]
+
+    def serve(_body: dict[str, Any]) -> Reply:
+        if down[0]:
+            return Reply(status=500, error="try later")
+        return Reply(text="Thought: I can answer without using any more tools.\nAnswer: 3")
+
+    with OpenAIServer(policy=serve) as server:
+        create_on_server(app, f"{server.url}/v1")
+        run_step(app)
+        assert only_task_state(db_path).task.status.value == "failed"  # the runtime's word
+        header = _captions(app)
+        assert "Status: **active · 1 failed step to fix and run again**" in header
+        assert "Status: **failed**" not in header
+        down[0] = False
+        run_step(app)
+        assert "Status: **active**" in _captions(app)
+        assert server.model_requests

@@ -38,7 +38,7 @@ from components.graph_panel import render_graph_panel
 from components.live_step import render_live_step, watch_live_steps
 from components.memory_view import render_memory
 from components.messages import plain, plural, token_count, tokens_text
-from components.model_choice import max_tokens_text
+from components.model_choice import is_free, max_tokens_text
 from components.run_limits import limits_of, limits_text, render_limits_button
 from components.step_card import render_step_card
 from components.step_editor import preview_messages, render_upcoming_step
@@ -127,15 +127,15 @@ def _header(task_state: TaskState, runner: ParallelAgentRunner) -> None:
     text = task.input[:2000] + ("…" if len(task.input) > 2000 else "")
     st.code(text, language=None, wrap_lines=True)
     usage = task.usage
-    status = task.status.value + (" · imported, read only" if task.imported else "")
+    spec = runtime.spec_of(task.task_id)
+    status = _status_text(task_state) + (" · imported, read only" if task.imported else "")
     parts = [
         f"Status: **{status}**",
         f"{plural(len(task_state.completed), 'step')} done",
         f"{len(task_state.queue):,} upcoming",
         tokens_text(usage),
-        usage_cost_text(usage),
+        usage_cost_text(usage) if usage.cost_usd is not None or not is_free(spec) else "$0 (free)",
     ]
-    spec = runtime.spec_of(task.task_id)
     limits = limits_of(task_state, runner, spec)
     status_col, limits_col = st.columns([6, 1], vertical_alignment="center")
     status_col.caption(" · ".join(part for part in parts if part))
@@ -148,6 +148,19 @@ def _header(task_state: TaskState, runner: ParallelAgentRunner) -> None:
     model = f"{own} (the agent's own)" if own else model_label(spec)
     line = f"Model: {model} · Agent: {agent_label(spec)}" + (f" · {cap}" if cap else "")
     st.text(line)  # names: not markdown
+
+
+def _status_text(task_state: TaskState) -> str:
+    """The task's status as a person reads it.
+
+    A failed step waiting to be retried leaves the task active: the runtime calls it failed
+    until the step runs again, but nothing is lost and every control still works.
+    """
+    task = task_state.task
+    if task.status is TaskStatus.FAILED and not task.imported:
+        failed = sum(task_state.steps[s].status is StepStatus.FAILED for s in task_state.queue)
+        return f"active · {plural(failed, 'failed step')} to fix and run again"
+    return task.status.value
 
 
 def _limits_reason(task_state: TaskState) -> str:
