@@ -1,15 +1,18 @@
 """The task's workspace on the Stepper: its files, the step that wrote each, a preview, downloads.
 
-What a model or a program wrote is never interpreted as markup: text, code, Markdown and HTML
-are shown as source with `st.code`; PNG, JPEG, GIF and WebP go to `st.image`; an SVG is shown
-as a picture through a `data:` URI in an `<img>` (a browser runs no script and loads nothing
-from an SVG shown as an image) and as source. Downloads read the file only when clicked.
+What a model or a program wrote is never interpreted as markup in the app's page: text, code,
+Markdown and HTML are shown as source with `st.code`; PNG, JPEG, GIF and WebP go to `st.image`;
+an SVG is shown as a picture through a `data:` URI in an `<img>` (a browser runs no script and
+loads nothing from an SVG shown as an image) and as source. An HTML file also gets a preview
+in a sandboxed frame (`sandboxed_html`): no scripts, no forms, an origin of its own, nothing
+loaded from the network. Downloads read the file only when clicked.
 """
 
 from __future__ import annotations
 
 import base64
 import codecs
+import html
 from pathlib import PurePosixPath
 from typing import Literal
 
@@ -25,7 +28,7 @@ from agent_core.task_files import (
 )
 from agent_core.types import Task, TaskState
 
-__all__ = ["LANGUAGES", "render_workspace"]
+__all__ = ["LANGUAGES", "render_workspace", "sandboxed_html"]
 
 ROWS_SHOWN = 20
 """Files listed one per row; the rest are in the zip."""
@@ -83,7 +86,7 @@ def _workspace(task: Task, files: list[TaskFile]) -> None:
     if task.imported:
         st.caption("Imported from a trace: a trace holds steps, not the files they wrote.")
         return
-    st.code(str(folder), language=None)
+    st.code(str(folder), language=None, wrap_lines=True)  # A long path wraps, never cut off.
     if not files:
         st.caption("No files yet: the files the agent's tools write appear here.")
         return
@@ -164,9 +167,42 @@ def _show(task: Task, path: str) -> None:
         with source:
             _source(text, suffix, size=preview.size)
         return
-    if suffix in (".html", ".htm"):
-        st.caption("HTML is shown as source, never opened as a page here.")
+    if suffix in (".html", ".htm") and not preview.truncated:
+        page, source = st.tabs(["Preview (sandboxed: no scripts)", "Source"])
+        with page:
+            st.caption(
+                "Drawn in a sandboxed frame: its scripts do not run and nothing is loaded "
+                "from the network, so it may look unfinished."
+            )
+            st.iframe(sandboxed_html(text), height=_PREVIEW_HEIGHT + 20)
+        with source:
+            _source(text, suffix, size=preview.size)
+        return
     _source(text, suffix, size=preview.size)
+
+
+_PREVIEW_HEIGHT = 400
+_NO_LOADS = (
+    '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+    "img-src data:; style-src 'unsafe-inline'; font-src data:\">"
+)
+"""Put before the page in its frame: it loads nothing from the network (inline styles and
+`data:` pictures only)."""
+
+
+def sandboxed_html(page: str) -> str:
+    """Markup that shows the HTML `page` in an `<iframe sandbox>`: no scripts, no forms.
+
+    The page is only ever the escaped value of the frame's `srcdoc` attribute, so none of it is
+    markup of the app's own frame; the empty `sandbox` gives it an origin of its own and lets
+    no script, form, popup or top-level navigation run.
+    """
+    source = html.escape(_NO_LOADS + page, quote=True)
+    return (
+        f'<iframe sandbox="" srcdoc="{source}" title="Preview of an HTML file (sandboxed)" '
+        f'style="width:100%;height:{_PREVIEW_HEIGHT}px;border:1px solid #ddd;'
+        'background:#fff"></iframe>'
+    )
 
 
 def _source(text: str, suffix: str, *, size: int) -> None:

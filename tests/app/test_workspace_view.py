@@ -116,7 +116,8 @@ def test_html_is_shown_as_source_never_rendered(tmp_path: Path):
         _app(_task_with(tmp_path, {"index.html": HOSTILE_HTML, "a.txt": "a"})), "index.html"
     )
     assert (app.code[-1].value, app.code[-1].language) == (HOSTILE_HTML, "html")
-    assert not app.markdown and not app.get("html") and not app.get("iframe") and not app.image
+    # Never in the page itself: the preview is a sandboxed frame (test_workspace_preview.py).
+    assert not app.markdown and not app.get("html") and not app.image
 
 
 @pytest.mark.parametrize(
