@@ -15,6 +15,7 @@ from agent_core.errors import UserCodeError
 from agent_core.tools.mcp import McpToolMetadata
 from agent_core.user_code.registry import AgentEntry, McpEntry, ToolsEntry, UserCodeRegistry
 from components import state
+from components.messages import plain
 
 __all__ = ["RELOAD_HELP", "render_code_error", "render_user_code"]
 
@@ -31,19 +32,50 @@ _NONE_YET = (
 )
 
 
-def render_code_error(exc: UserCodeError, *, headline: str = "Your code failed:") -> None:
-    """A failure in the user's code: which target and what to do, then their traceback."""
-    st.error(headline)  # The app's own words; the rest is the user's and shown as text.
-    st.text(str(exc))
-    if exc.traceback:
-        st.code(exc.traceback, language=None)
+def render_code_error(
+    exc: UserCodeError, *, headline: str = "Your code failed:", advice: str = ""
+) -> None:
+    """A failure in the user's code: which target and what to do, then their traceback.
+
+    One bordered block: the red box holds the headline, the error (escaped: it quotes the
+    user's code) and `advice` (the app's markdown); their traceback follows inside the block.
+    """
+    with st.container(border=True):
+        body = f"**{headline}**  \n{plain(str(exc))}" + (f"  \n{advice}" if advice else "")
+        st.error(body)
+        if exc.traceback:
+            st.caption("Traceback (your code's frames):")
+            st.code(exc.traceback, language=None)
+
+
+_COMMAND_LINE = {"agent": "--agent", "tools": "--tools"}
+_FRAME = '  File "'
+"""How a frame of a Python traceback starts (`user_traceback` keeps the user's frames)."""
+
+
+def _typed_target_advice(source: str, exc: UserCodeError, kind: str) -> str:
+    """What to do when a command-line target fails before any of the user's code ran.
+
+    Reload my code imports the same target again, as typed: a typo in it (a file, module or
+    name that is not there) is fixed only in the command, by restarting `stepwise ui`.
+    """
+    flag = _COMMAND_LINE[kind]
+    # A traceback with frames: their code ran (and raised), so Reload after a fix works.
+    if source != flag or _FRAME in (exc.traceback or ""):
+        return ""
+    return (
+        f"This target was typed on the command line ({flag}): Reload my code imports it again "
+        "as typed. If the target has a typo, fix it in the command and restart `stepwise ui`; "
+        "if the file is only missing or wrong, fix the file, then Reload my code."
+    )
 
 
 def _render_agent(entry: AgentEntry) -> None:
     if entry.error is None:
         st.text(f"Agent {entry.name}: {entry.target}")
     else:
-        render_code_error(entry.error, headline="Your agent could not be loaded:")
+        advice = _typed_target_advice(entry.source, entry.error, "agent")
+        render_code_error(entry.error, headline="Your agent could not be loaded:", advice=advice)
 
 
 def _render_tools(entry: ToolsEntry) -> None:
@@ -51,7 +83,8 @@ def _render_tools(entry: ToolsEntry) -> None:
         names = ", ".join(tool.name for tool in entry.tools)
         st.text(f"Tools {entry.name} ({names}): {entry.module}")
     else:
-        render_code_error(entry.error, headline="Your tools could not be loaded:")
+        advice = _typed_target_advice(entry.source, entry.error, "tools")
+        render_code_error(entry.error, headline="Your tools could not be loaded:", advice=advice)
 
 
 def _render_mcp(entry: McpEntry) -> None:

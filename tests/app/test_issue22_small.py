@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
+from agent_core.user_code.imports import forget_user_modules
+from agent_core.user_code.registry import AGENTS_ENV
 from components.messages import unplain
 from tests.app.conftest import only_task_state
 from tests.llm_servers import OpenAIServer, Reply
@@ -105,3 +109,36 @@ def test_a_task_with_one_failed_step_to_retry_reads_active(app: AppTest, db_path
         run_step(app)
         assert "Status: **active**" in _captions(app)
         assert server.model_requests
+
+
+def test_a_typo_in_a_command_line_agent_target_says_restart_and_sits_in_its_red_box(
+    app: AppTest, app_env: Path, monkeypatch: Any
+) -> None:
+    (app_env / "my_agent.py").write_text("def build_agent(llm):\n    return None\n")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv(AGENTS_ENV, json.dumps({"typo": "my_agnet.py:build_agent"}))
+    try:
+        ok(app.run())
+    finally:
+        forget_user_modules()
+    (box,) = [e for e in app.error if "Your agent could not be loaded" in e.value]
+    said = unplain(box.value)
+    assert "my_agnet.py" in said  # the error's details are in the red box
+    assert "typed on the command line (--agent)" in said
+    assert "restart `stepwise ui`" in said
+
+
+def test_an_error_raised_by_the_users_code_keeps_reload_as_the_fix_and_its_traceback(
+    app: AppTest, app_env: Path, monkeypatch: Any
+) -> None:
+    (app_env / "broken.py").write_text("settings = {}\nMODEL = settings['model']\n")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv(AGENTS_ENV, json.dumps({"broken": "broken.py:agent"}))
+    try:
+        ok(app.run())
+    finally:
+        forget_user_modules()
+    (box,) = [e for e in app.error if "Your agent could not be loaded" in e.value]
+    said = unplain(box.value)
+    assert "KeyError" in said and "command line" not in said
+    assert any("MODEL = settings['model']" in c.value for c in app.code)

@@ -22,6 +22,7 @@ from agent_core.store import SQLiteStore
 from agent_core.types import TaskState
 from agent_core.user_code.imports import forget_user_modules
 from agent_core.user_code.registry import AGENTS_ENV, TOOLS_ENV
+from components.messages import unplain
 from components.user_code_view import RELOAD_HELP
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -72,7 +73,9 @@ def stored(db_path: Path, task_id: str) -> TaskState:
 
 
 def texts(at: AppTest) -> str:
-    return "\n".join(element.value for element in at.text)
+    """Plain text and the red boxes (a user-code error's details are in its box)."""
+    boxes = [unplain(element.value) for element in at.error]
+    return "\n".join([element.value for element in at.text] + boxes)
 
 
 def test_the_form_lists_the_users_agent_beside_the_built_in_workers_and_tools(app, project):
