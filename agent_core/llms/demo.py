@@ -308,4 +308,4 @@ def _reply(messages: list[ChatMessage], tools: list[ToolSpec]) -> Reply:
 
 def demo_llm() -> FunctionLLM:
     """The scripted demo model (named as such wherever a model name is shown)."""
-    return FunctionLLM(_reply, model=DEMO_MODEL_NAME)
+    return FunctionLLM(_reply, model=DEMO_MODEL_NAME, free=True)

@@ -61,6 +61,14 @@ def _estimated_usage(
     return Usage(prompt_tokens=prompt_tokens, completion_tokens=estimate_tokens(reply))
 
 
+def _free_of_charge(response: ChatResponse) -> ChatResponse:
+    if response.usage.cost_usd is not None:
+        return response
+    return response.model_copy(
+        update={"usage": response.usage.model_copy(update={"cost_usd": 0.0})}
+    )
+
+
 async def _stream_words(response: ChatResponse) -> AsyncIterator[ChatStreamEvent]:
     # Word-sized deltas make a scripted reply stream like a real one in the UI.
     for word in _WORDS.findall(response.text):
@@ -156,18 +164,21 @@ class ScriptedLLM(_NoNetworkLLM):
 class FunctionLLM(_NoNetworkLLM):
     """Replies with whatever `fn(messages, tools)` returns: a str or a `ChatResponse`.
 
-    `fn` may be sync or async; use it where the reply depends on the request.
+    `fn` may be sync or async; use it where the reply depends on the request. `free=True`
+    says the model costs nothing (the demo model): its calls cost $0, not an unknown price.
     """
 
-    def __init__(self, fn: ReplyFn, *, model: str = "function") -> None:
+    def __init__(self, fn: ReplyFn, *, model: str = "function", free: bool = False) -> None:
         super().__init__(model)
         self._fn = fn
+        self._free = free
 
     async def _reply(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ChatResponse:
         reply = self._fn(messages, tools)
         if inspect.isawaitable(reply):
             reply = await reply
-        return _as_response(reply, messages, self.model, tools)
+        response = _as_response(reply, messages, self.model, tools)
+        return _free_of_charge(response) if self._free else response
 
 
 class HumanLLM(_NoNetworkLLM):
@@ -200,4 +211,5 @@ class HumanLLM(_NoNetworkLLM):
                 "the model here is you: type the model's reply for this step, then run it",
                 code="human_reply_needed",
             )
-        return _as_response(self._queued.pop(0), messages, self.model, tools)
+        # A person's typed reply costs nothing.
+        return _free_of_charge(_as_response(self._queued.pop(0), messages, self.model, tools))

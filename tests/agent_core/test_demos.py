@@ -24,6 +24,8 @@ def test_react_arithmetic_answers_405_with_real_tool_calls(tmp_path):
     calls = [(c.tool_name, c.content) for o in result.outputs for c in o.tool_calls]
     assert calls == [("multiply", "363"), ("add", "405")]  # Whole numbers stay whole.
     assert str(agent.finalize_response(task.task_id)) == "(121 * 3) + 42 = 405"
+    usage = agent.get_task(task.task_id).usage  # The demo model is free: $0, not "unknown".
+    assert usage.cost_usd == 0.0 and usage.total_tokens > 0
     assert agent.get_task(task.task_id).spec == scenario.spec.model_dump(mode="json") | {
         "workspace": str(tmp_path / "ws")
     }

@@ -234,3 +234,16 @@ async def test_human_llm_returns_what_the_person_typed_and_asks_when_nothing_is_
     reply = await llm.chat([ChatMessage(role="user", content="hi")])
     assert reply.text == "Thought: easy.\nAnswer: hello" and llm.waiting
     assert llm.requests[-1][0].content == "hi"
+
+
+def test_a_typed_reply_costs_nothing_and_a_scripted_one_has_no_price() -> None:
+    import asyncio
+
+    from agent_core.llms import ChatMessage, HumanLLM, ScriptedLLM
+
+    human = HumanLLM()
+    human.supply("Answer: 3")
+    asked = [ChatMessage(role="user", content="1 + 2?")]
+    assert asyncio.run(human.chat(asked)).usage.cost_usd == 0.0
+    # A script stands in for some real model, whose price it does not know.
+    assert asyncio.run(ScriptedLLM(["3"]).chat(asked)).usage.cost_usd is None
