@@ -361,6 +361,8 @@ class TaskStepOutput(BaseModel):
     (`QueryPipelineAgentWorker`); empty for other workers."""
     notes: list[StepNote] = Field(default_factory=list)
     """What a person should know about the step (`StepNote`), e.g. `no_tool_call`."""
+    skipped: bool = False
+    """A person skipped the step (it never ran); still true once the skip is undone."""
 
     def __str__(self) -> str:
         return str(self.output)

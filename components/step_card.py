@@ -74,6 +74,11 @@ def _reason_label(reason: str) -> str:
     return f'rejected: "{plain(flat)}"'
 
 
+def _was_skipped(output: TaskStepOutput) -> bool:
+    """A person skipped the step: it never ran (a skip stored before `skipped` by status)."""
+    return output.skipped or output.task_step.status is StepStatus.SKIPPED
+
+
 def card_title(output: TaskStepOutput) -> str:
     """One line: number, kind, status, tokens, cost and latency (user text only escaped)."""
     step = output.task_step
@@ -81,14 +86,16 @@ def card_title(output: TaskStepOutput) -> str:
     name = step.name or _tool_name(step)  # The framework's own words, or the tool it calls.
     if name:
         parts.append(plain(name))
-    if step.status is not StepStatus.COMPLETED:
+    if step.status is StepStatus.UNDONE and output.skipped:
+        parts.append("skip undone")  # It never ran: "undone" alone reads as a run taken back.
+    elif step.status is not StepStatus.COMPLETED:
         parts.append(step.status.value)
     rejection = rejection_of(step, output)
     if rejection is not None:
         parts.append(_reason_label(rejection))
     elif step.edited:
         parts.append("edited")
-    if step.kind is not StepKind.HUMAN and step.status is not StepStatus.SKIPPED:
+    if step.kind is not StepKind.HUMAN and not _was_skipped(output):
         parts += usage_text(output.usage)
         parts.append(f"{output.latency_ms:,.0f} ms")
     if output.is_last and step.status is StepStatus.COMPLETED:
@@ -318,7 +325,7 @@ def _render_body(
     rejection: str | None,
 ) -> None:
     step = output.task_step
-    if step.status is StepStatus.SKIPPED:
+    if _was_skipped(output):
         st.caption("Skipped: this step did not run.")
     if rejection is not None:
         st.caption("You rejected this call, so it did not run. Your reason:")
@@ -333,7 +340,7 @@ def _render_body(
     if conversation is not None:
         render_edit_change(*conversation)
     render_thumbnails(step_images(step))
-    if step.kind is not StepKind.HUMAN and step.status is not StepStatus.SKIPPED:
+    if step.kind is not StepKind.HUMAN and not _was_skipped(output):
         _render_run(output, card_key, load_messages_sent, rejection)
 
 

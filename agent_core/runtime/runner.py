@@ -558,7 +558,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
         )
         mark_completed(state, step, [])
         step.status = StepStatus.SKIPPED
-        output = TaskStepOutput(task_step=step)
+        output = TaskStepOutput(task_step=step, skipped=True)
         state.outputs[step.step_id] = output
         state.snapshots[step.step_id] = snapshot
         return TaskChange(

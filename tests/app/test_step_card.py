@@ -135,6 +135,18 @@ def test_a_skipped_step_says_it_did_not_run() -> None:
     assert any("did not run" in c.value for c in app.caption)
 
 
+def test_an_undone_skip_says_so_not_that_a_run_was_undone(tmp_path: Path) -> None:
+    runner, task_id = _demo("arithmetic", tmp_path)
+    (upcoming,) = runner.get_upcoming_steps(task_id)
+    runner.skip_step(task_id, upcoming.step_id)
+    runner.undo_step(task_id)
+
+    skipped = runner.get_step_output(task_id, upcoming.step_id)
+
+    assert skipped is not None and skipped.task_step.status is StepStatus.UNDONE
+    assert card_title(skipped) == "Step 1 · llm · skip undone"
+
+
 # ------------------------------------------------------------------------------- bodies
 
 
