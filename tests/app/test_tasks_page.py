@@ -18,6 +18,7 @@ from agent_core.store import InMemoryStore, SQLiteStore
 from agent_core.trace import TRACE_FORMAT, import_trace
 from agent_core.types import TaskStatus, short_id
 from agent_core.workers import ReActAgentWorker
+from components.task_list import PAGE_SIZE
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 TASK_STATE_KEY = "stepwise.task_id"
@@ -60,6 +61,12 @@ def _stepper_shows(app: AppTest, text: str) -> bool:
     on_stepper = any(b.label == "Undo" for b in app.button)
     shown = [e.value for e in (*app.code, *app.text, *app.subheader)]
     return on_stepper and any(text in value for value in shown)
+
+
+def open_popover(app: AppTest, key: str) -> None:
+    """Open the popover drawn under `key` (one whose content is drawn only while open)."""
+    app.session_state[key] = True
+    app.run()
 
 
 def _open_buttons(app: AppTest) -> list[str]:
@@ -120,10 +127,12 @@ def test_delete_after_confirming_removes_only_that_task(app, db_path):
     _tasks_page(app)
     app.session_state[TASK_STATE_KEY] = doomed  # It is also the task the stepper shows.
 
-    # The confirming button sits inside the Delete popover: the first click only opens it.
+    # The confirming button sits inside the Delete popover, drawn only once it is open.
     popovers = [p for p in app.get("popover") if p.proto.popover.label == "Delete"]
-    in_popovers = {b.key for p in popovers for b in p.button}
-    assert in_popovers == {f"delete-confirm-{kept}", f"delete-confirm-{doomed}"}
+    assert len(popovers) == 2 and not [b for p in popovers for b in p.button]
+    open_popover(app, f"delete-{doomed}")
+    popovers = [p for p in app.get("popover") if p.proto.popover.label == "Delete"]
+    assert {b.key for p in popovers for b in p.button} == {f"delete-confirm-{doomed}"}
     app.button(key=f"delete-confirm-{doomed}").click().run()
 
     assert not app.exception
@@ -210,14 +219,14 @@ def test_hostile_task_input_is_shown_as_text_not_markup(app, db_path):
     assert not any("onerror" in value for value in rendered)
 
 
-def test_long_lists_show_the_latest_fifty_then_all_and_filter_by_status(app, db_path):
+def test_long_lists_show_the_latest_page_then_all_and_filter_by_status(app, db_path):
     runner = _runner(db_path)
     ids = [runner.create_task(f"task number {i}").task_id for i in range(55)]
     for task_id in ids[:3]:
         runner.abandon_task(task_id)
     _tasks_page(app)
 
-    assert len(_open_buttons(app)) == 50
+    assert len(_open_buttons(app)) == PAGE_SIZE < 55
     assert set(_open_buttons(app)) >= set(ids[:3])  # Abandoning them made them the latest.
     app.toggle(key="tasks-show-all").set_value(True).run()
     assert len(_open_buttons(app)) == 55
@@ -243,6 +252,7 @@ def test_a_damaged_task_is_listed_as_damaged_and_deletes(app, db_path):
     assert not app.exception
     assert sorted(_open_buttons(app)) == sorted([kept, damaged])  # The others still list.
     assert any("cannot be read" in c.value for c in app.caption)  # Says why, and what to do.
+    open_popover(app, f"delete-{damaged}")
     app.button(key=f"delete-confirm-{damaged}").click().run()
     assert not app.exception
     assert [t.task_id for t in SQLiteStore(db_path).list_tasks()] == [kept]
