@@ -81,8 +81,10 @@ def tokens_text(usage: Usage) -> str:
 
 
 def cost_text(usd: float | None) -> str:
-    """A cost as the app writes it everywhere: "$0.0012", or "cost unknown" with no price."""
-    return "cost unknown" if usd is None else f"${usd:.4f}"
+    """A cost as the app writes it everywhere: "$0.0012", "$0", or "cost unknown"."""
+    if usd is None:
+        return "cost unknown"
+    return "$0" if usd == 0 else f"${usd:.4f}"
 
 
 def _and(items: Sequence[str]) -> str:

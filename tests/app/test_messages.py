@@ -116,6 +116,7 @@ def test_plural_and_cost_agree_with_their_numbers() -> None:
     assert plural(2, "reply", "replies") == "2 replies"
     assert cost_text(None) == "cost unknown"
     assert cost_text(0.00123) == "$0.0012"
+    assert cost_text(0.0) == "$0"  # A free model (the demo): no price to round.
 
 
 # ----------------------------------------------------------------------------- describe
@@ -303,6 +304,16 @@ WORDED: dict[str, tuple[dict[str, Any], str]] = {
     "step_failed": (
         {"cause_code": "max_iterations", "cause_params": {"limit": 4}},
         "limit of 4 reasoning steps",
+    ),
+    "thread_not_finished": ({"status": "active"}, "press Finalize"),
+    "fork_point_not_completed": ({"step_id": "b" * 32}, "Fork from here"),
+    "fork_of_imported": ({}, "New task"),
+    "conversation_not_editable": ({"reason": "pydantic-ai keeps it"}, "(pydantic-ai keeps it)"),
+    "edit_after_finish": ({"finished_at": 3}, "at step 3"),
+    "conversation_unchanged": ({}, "Save as a step"),
+    "limit_reached": (
+        {"limit_name": "max_tokens", "limit": 100, "used": 120},
+        "120 tokens of its bound of 100. Raise the task's bound with the Limits button",
     ),
 }
 """Codes the app words itself. The rest show the error's own message and its remedy's advice."""
