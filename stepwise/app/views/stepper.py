@@ -58,6 +58,8 @@ logger = logging.getLogger("stepwise.app")
 
 CARDS_SHOWN = 10
 """Completed steps drawn as cards on each rerun (the newest); the rest on request."""
+_OWN_RUNNER = "stepwise.own_runner"
+"""The task this session last found runnable with its own runner (built for it already)."""
 TASK_PARAM = "task"
 """The URL query parameter holding the task id, so a page reload keeps the task."""
 _SHOWN_STATUSES = (StepStatus.COMPLETED, StepStatus.UNDONE, StepStatus.SKIPPED)
@@ -540,13 +542,22 @@ def _runner_for(task_id: str) -> tuple[ParallelAgentRunner, AgentCoreError | Non
     the reader: its agent is never rebuilt, so a trace naming someone's code imports nothing.
     """
     reader = runtime.reader()
-    task = reader.get_task(task_id)
-    if task.status not in _RUNNABLE or task.imported:
-        return reader, None
+    if st.session_state.get(_OWN_RUNNER) != task_id:  # Not yet seen runnable here.
+        task = reader.get_task(task_id)
+        if task.status not in _RUNNABLE or task.imported:
+            return reader, None
     try:
-        return runtime.runner_for(runtime.spec_of(task_id)), None
+        runner = runtime.runner_for(runtime.spec_of(task_id))
     except AgentCoreError as exc:  # No key for its provider, say: still show the task.
         return reader, exc
+    # Checked on the task's own runner, whose copy its own steps keep current: the reader's
+    # copy went stale with each step, and reloading a 500-step task cost each Run step.
+    task = runner.get_task(task_id)
+    if task.status not in _RUNNABLE or task.imported:
+        st.session_state.pop(_OWN_RUNNER, None)
+        return reader, None
+    st.session_state[_OWN_RUNNER] = task_id
+    return runner, None
 
 
 def _problem(problem: AgentCoreError) -> None:
