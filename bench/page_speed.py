@@ -1,12 +1,19 @@
 """Page speed as a person feels it: real Chromium against `streamlit run app.py`.
 
-Measured on demo ReAct tasks of 10 and 200 completed steps, built through the runtime (the
-demo spec, a `ScriptedLLM`, the SQLite store the app reads through `STEPWISE_DB`):
+Measured on demo ReAct tasks of 10 and 500 completed steps, built through the runtime (the
+demo spec, a `ScriptedLLM`, the SQLite store the app reads through `STEPWISE_DB`), beside
+1,000 short tasks for the Tasks page:
 
 - Run step: from the click until the page is idle (no script running) and the DAG changed,
-  at 10 and at 200 steps, and at 200 steps with "Show all" ticked (every step in a table).
-- Page load: from opening the task's URL until the DAG is drawn and the page idle, at 200
+  at 10 and at 500 steps, and at 500 steps with "Show all" ticked (every step in a table).
+- Page load: from opening the task's URL until the DAG is drawn and the page idle, at 500
   steps.
+- Tasks page: from opening `/tasks` until the page is idle with its task rows drawn, with
+  1,000 tasks in the store.
+- Cold start: from starting `streamlit run app.py` until the first page ("/", the new task
+  form) is idle in Chromium: the process's imports, the server's start and the first run.
+  The server runs with the app's settings (`stepwise ui`'s flags) and Python's compiled
+  bytecode, as an installed app has it; the first start, which compiles it, is its own row.
 
 Each sample uses a task of its own, opened fresh (a new browser session), so no sample pays
 for the one before; one warm-up run first builds the app's runner. Medians are printed and
@@ -37,6 +44,7 @@ from pathlib import Path
 from agent_core.llms import ScriptedLLM
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
+from stepwise.app.config import streamlit_flags
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "page_speed.json"
@@ -52,7 +60,14 @@ CHROMIUM_ARGS = [  # As tests/e2e/conftest.py.
     "--disable-quic",
 ]
 RUNS = 7
+SMALL, LARGE = 10, 500
+"""Completed steps of the short and the long tasks."""
+LISTED = 1_000
+"""Tasks in the store when the Tasks page is measured."""
+THREAD = 3
+"""Tasks in each conversation the Tasks page lists."""
 TASK = "Add 1 and 2, again and again."
+ANSWER = "Thought: done.\nAnswer: 3"
 ACTION = 'Thought: again.\nAction: add\nAction Input: {"a": 1, "b": 2}'
 TIMEOUT_S = 90.0
 POLL_S = 0.01
@@ -94,7 +109,7 @@ def _task_with_steps(db: Path, workspaces: Path, steps: int) -> str:
         name="demo-react",
         worker="react",
         tools=("arithmetic",),
-        max_iterations=250,  # One spec for every task: the app builds one runner for all.
+        max_iterations=1000,  # One spec for every task: the app builds one runner for all.
         workspace=str(workspaces),
     )
     store = SQLiteStore(db)
@@ -116,26 +131,32 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _server(folder: Path, db: Path) -> Iterator[str]:
-    """`streamlit run app.py` on a free port (as the browser tests start it)."""
+def _server(folder: Path, db: Path, *, wait: bool = True) -> Iterator[str]:
+    """`streamlit run app.py` on a free port (as the browser tests start it).
+
+    With `wait`, yields once the server answers its health check; without, at once.
+    """
     from components.dag_view import ensure_static_assets
 
     ensure_static_assets()
     port = _free_port()
     env = {**os.environ, "STEPWISE_DB": str(db), "STEPWISE_WORKSPACES": str(folder / "ws")}
+    # Python's compiled bytecode, as an installed app has it (pip writes it; a first run
+    # does): this shell may forbid writing it, and uv installs none.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
     command = [
         sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-        "--server.port", str(port), "--server.address", "localhost",
-        "--server.headless", "true", "--browser.gatherUsageStats", "false",
+        *streamlit_flags(port=port),  # The app's settings, as `stepwise ui` passes them.
         "--server.enableStaticServing", "true", "--server.fileWatcherType", "none",
-        "--runner.magicEnabled", "false",
     ]  # fmt: skip
     log_path = folder / "streamlit.log"
     with log_path.open("wb") as log:
         server = subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=log)
         url = f"http://localhost:{port}"
         try:
-            _wait_until_up(url, server)
+            if wait:
+                _wait_until_up(url, server)
             yield url
         except Exception:
             print(log_path.read_text()[-3000:], file=sys.stderr)
@@ -222,39 +243,109 @@ def _run_step(tab: _Tab):
     return tab.page.get_by_role("button", name="Run step", exact=True).first
 
 
+def _listed_tasks(db: Path, workspaces: Path, count: int) -> None:
+    """`count` short demo tasks for the Tasks page: a tenth of them in conversations of
+    three finalized tasks (one step each), the rest created and not run."""
+    spec = AgentSpec(
+        name="demo-react",
+        worker="react",
+        tools=("arithmetic",),
+        max_iterations=1000,
+        workspace=str(workspaces),
+    )
+    store = SQLiteStore(db)
+    try:
+        runner = spec.build_runner(store=store)
+        threaded = count // 10 // THREAD * THREAD
+        runner.agent_worker.llm = ScriptedLLM([ANSWER] * threaded)  # type: ignore[attr-defined]
+        earlier = None
+        for number in range(threaded):
+            after = {} if number % THREAD == 0 else {"continue_from": earlier}
+            earlier = runner.create_task(f"Listed task {number}: and again?", **after).task_id
+            runner.run_step(earlier)
+            runner.finalize_response(earlier)
+        for number in range(threaded, count):
+            runner.create_task(f"Listed task {number}: add {number} and 2.")
+    finally:
+        store.close()
+
+
+def open_tasks_page(tab: _Tab) -> float:
+    """Open the Tasks page; seconds until it is idle with its task rows drawn."""
+    rows = tab.page.get_by_role("button", name="Open", exact=True)
+    started = time.perf_counter()
+    tab.page.goto(f"{tab.url}/tasks")
+    return tab._until(lambda: tab.idle() and rows.count() > 0) - started
+
+
+def cold_start(folder: Path, db: Path, browser) -> float:
+    """Seconds from starting the app's process until its first page is idle in Chromium.
+
+    The first page is "/" with no task: the new task form, whose "Create task" button is
+    the last thing it draws.
+    """
+    page = browser.new_context(viewport={"width": 1500, "height": 1000}).new_page()
+    create = page.get_by_role("button", name="Create task", exact=True)
+    started = time.perf_counter()
+    with _server(folder, db, wait=False) as url:
+        tab = _Tab(page, url)
+        while True:
+            try:
+                page.goto(url, timeout=TIMEOUT_S * 1000)
+                break
+            except Exception:  # Not listening yet: try again at once.
+                if time.perf_counter() - started > TIMEOUT_S:
+                    raise
+                time.sleep(POLL_S)
+        finished = tab._until(lambda: tab.idle() and create.count() > 0)
+    page.context.close()
+    return finished - started
+
+
 def measure(runs: int = RUNS) -> list[Measure]:
     """Every measurement, `runs` samples each."""
     from playwright.sync_api import sync_playwright
 
-    small = Measure("Run step to updated page", 10, 0.4)
-    large = Measure("Run step to updated page", 200, 0.4)
-    show_all = Measure('Run step to updated page, "Show all" ticked', 200, 1.0)
-    load = Measure("Page load to DAG drawn", 200, 1.0)
+    small = Measure("Run step to updated page", SMALL, 0.3)
+    large = Measure("Run step to updated page", LARGE, 0.3)
+    show_all = Measure('Run step to updated page, "Show all" ticked', LARGE, 1.0)
+    load = Measure("Page load to DAG drawn", LARGE, 1.0)
+    tasks = Measure(f"Tasks page, {LISTED:,} tasks", 0, 1.0)
+    cold = Measure("Cold start to first page idle", 0, 4.0)
+    first = Measure("Cold start, the first (compiles bytecode)", 0, 4.0)
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         db = folder / "page_speed.db"
-        print(f"building {runs * 3 + 1} demo tasks…", flush=True)
-        warm_up = _task_with_steps(db, folder / "ws", 10)
-        ten = [_task_with_steps(db, folder / "ws", 10) for _ in range(runs)]
-        hundreds = [_task_with_steps(db, folder / "ws", 200) for _ in range(runs)]
-        shown_all = [_task_with_steps(db, folder / "ws", 200) for _ in range(runs)]
-        with _server(folder, db) as url, sync_playwright() as playwright:
+        print(f"building {runs * 3 + 1} demo tasks and {LISTED:,} listed ones…", flush=True)
+        warm_up = _task_with_steps(db, folder / "ws", SMALL)
+        ten = [_task_with_steps(db, folder / "ws", SMALL) for _ in range(runs)]
+        hundreds = [_task_with_steps(db, folder / "ws", LARGE) for _ in range(runs)]
+        shown_all = [_task_with_steps(db, folder / "ws", LARGE) for _ in range(runs)]
+        _listed_tasks(db, folder / "ws", LISTED - len(ten) - len(hundreds) * 2 - 1)
+        with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_context(viewport={"width": 1500, "height": 1000}).new_page()
-            tab = _Tab(page, url)
-            tab.open(warm_up)  # Builds the app's runner and loads vis-network once.
-            tab.click(_run_step(tab))
-            for i in range(runs):
-                tab.open(ten[i])
-                small.samples_s.append(tab.click(_run_step(tab)))
-                load.samples_s.append(tab.open(hundreds[i]))
-                large.samples_s.append(tab.click(_run_step(tab)))
-                tab.open(shown_all[i])
-                tab.tick_show_all(show_all.steps)
-                show_all.samples_s.append(tab.click(_run_step(tab)))
-                print(f"  run {i + 1}/{runs} done", flush=True)
+            first.samples_s.append(cold_start(folder, db, browser))
+            for _ in range(runs):
+                cold.samples_s.append(cold_start(folder, db, browser))
+            print("  cold starts done", flush=True)
+            with _server(folder, db) as url:
+                page = browser.new_context(viewport={"width": 1500, "height": 1000}).new_page()
+                tab = _Tab(page, url)
+                tab.open(warm_up)  # Builds the app's runner and loads vis-network once.
+                tab.click(_run_step(tab))
+                open_tasks_page(tab)  # Its first run imports the page's modules.
+                for i in range(runs):
+                    tab.open(ten[i])
+                    small.samples_s.append(tab.click(_run_step(tab)))
+                    load.samples_s.append(tab.open(hundreds[i]))
+                    large.samples_s.append(tab.click(_run_step(tab)))
+                    tab.open(shown_all[i])
+                    tab.tick_show_all(show_all.steps)
+                    show_all.samples_s.append(tab.click(_run_step(tab)))
+                    tasks.samples_s.append(open_tasks_page(tab))
+                    print(f"  run {i + 1}/{runs} done", flush=True)
             browser.close()
-    return [small, large, show_all, load]
+    return [small, large, show_all, load, tasks, cold, first]
 
 
 def table(measures: list[Measure], runs: int) -> str:
@@ -266,7 +357,7 @@ def table(measures: list[Measure], runs: int) -> str:
     for m in measures:
         row = m.row()
         lines.append(
-            f"  {m.name:48} {m.steps:5} {row['median_s']:7.2f} {row['min_s']:6.2f} "
+            f"  {m.name:48} {m.steps or '':5} {row['median_s']:7.2f} {row['min_s']:6.2f} "
             f"{row['max_s']:6.2f} {'≤' + format(m.goal_s, 'g'):>6}"
         )
     return "\n".join(lines)
