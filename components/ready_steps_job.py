@@ -87,11 +87,12 @@ def render_running(runner: ParallelAgentRunner, task_id: str) -> bool:
 
     Returns whether the task has a batch that is running (its steps stream below).
     """
+    slot = st.container()  # Drawn on every run, as Run until's box (`run_until_job`).
     batch = _batch(task_id)
     if batch is None or batch.done:
         return False
     left = sum(not run.done for run in batch.runs)
-    with st.container(border=True):
+    with slot.container(border=True):
         st.markdown(
             f"**Running ready steps** · {left} of {plural(len(batch.runs), 'step')} still "
             "running; each appears below as it streams"

@@ -73,12 +73,17 @@ def render_running(task_id: str) -> bool:
     Returns whether the task has a job to watch, or one that ended after this page run
     began and whose report the next rerun shows.
     """
+    # An empty container on every run keeps the page's next elements in their places. A box
+    # that only comes while a job runs shifts them down one, and Streamlit keeps the elements
+    # it has not redrawn on screen, stale, for as long as this page run waits on the job: the
+    # controls showed twice, the streaming step a screen lower (issue 22, item 8).
+    slot = st.container()
     job = _job(task_id)
     if job is None:
         return False
     if job.done():
         return True  # Ended since `report_finished` looked: `wait_while_running` reruns.
-    with st.container(border=True):
+    with slot.container(border=True):
         st.markdown("**Run until is running** · each step appears below as it runs")
         if st.button(
             "Stop run until",

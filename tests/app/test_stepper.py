@@ -431,7 +431,10 @@ def test_abandon_disables_the_controls(app: AppTest, db_path: Path) -> None:
     assert "Task abandoned." in toasts(app)
     for label in ("Run ready steps", "Run until", "Undo", "Finalize"):
         assert button(app, label).disabled, label
-    assert popover(app, "abandon").disabled
+    # Its popover stays open over the page's notice after the click: it says the result too.
+    assert not popover(app, "abandon").disabled
+    assert any(m.value.startswith("Task abandoned. Its steps stay") for m in app.success)
+    assert not [b for b in app.button if b.label == "Abandon for good"]
     assert not [b for b in app.button if b.key and b.key.startswith("run-")]
     assert not [b for b in app.button if b.label == "Add feedback"]
     assert any("abandoned" in i.value for i in app.info)

@@ -265,12 +265,16 @@ def _on_abandon(runner: ParallelAgentRunner, task_id: str) -> None:
 
 def _abandon(view: _View, column: Any) -> None:
     """Abandon, after a second click in its popover (like Delete on the Tasks page)."""
+    abandoned = view.task_state.task.status is TaskStatus.ABANDONED
     with column.popover(
         "Abandon",
         key="abandon",
-        disabled=not view.active,
+        disabled=not view.active and not abandoned,
         help=view.why_read_only or "Stops the task for good; its steps stay to inspect.",
     ):
+        if abandoned:  # The popover stays open over the page's notice: say it here too.
+            st.success("Task abandoned. Its steps stay here to inspect; New task starts another.")
+            return
         st.caption(
             "Abandon this task? No step of it can run, be undone or finalized again; its steps "
             "stay here to inspect."
