@@ -40,7 +40,13 @@ from components.messages import ServerKey, failed_step_text, plain, replaces_mes
 from components.step_card import render_traceback
 from components.task_images import render_thumbnails
 
-__all__ = ["preview_messages", "render_preview", "render_upcoming_step", "waiting_reason"]
+__all__ = [
+    "preview_messages",
+    "render_kept_text",
+    "render_preview",
+    "render_upcoming_step",
+    "waiting_reason",
+]
 
 _MODEL_KINDS = (StepKind.LLM, StepKind.PLAN, StepKind.FINALIZE)
 """Steps that call the model once (in "you are the model" mode: one typed reply)."""
@@ -49,6 +55,8 @@ _CONFIRM_SKIP = "stepwise.confirm_skip"
 """The step whose Skip was clicked once and now asks to be confirmed."""
 _PROBLEM = "stepwise.step_problem"
 """Why the last click on a step did nothing: (step key, where to show it, the text)."""
+_KEPT = "stepwise.kept_text"
+"""What a person typed into a step when the click was refused as stale: (task id, texts)."""
 
 
 def _title(runner: ParallelAgentRunner, step: TaskStep, *, ready: bool) -> str:
@@ -213,7 +221,44 @@ def _flag(ctx: _Ctx, where: str, text: str) -> None:
 
 def _act(ctx: _Ctx, action: Any, success: str | None = None) -> None:
     st.session_state.pop(_CONFIRM_SKIP, None)
+    if task_version.is_stale(ctx.runner, ctx.step.task_id):
+        _keep_typed(ctx)  # The step may be gone from the redrawn page, and its boxes with it.
     task_version.act(ctx.runner, ctx.step.task_id, action, success=success)
+
+
+def _keep_typed(ctx: _Ctx) -> None:
+    """Keep what the person typed into the step's boxes, where it differs from the step's."""
+    call = ctx.step.input if isinstance(ctx.step.input, dict) else {}
+    shown = {
+        f"args-{ctx.key}": json.dumps(call.get("args", {}), indent=2, ensure_ascii=False),
+        f"input-{ctx.key}": _as_text(ctx.step.input),
+        f"reply-{ctx.key}": "",
+        f"reason-{ctx.key}": "",
+    }
+    typed = [
+        text
+        for key, default in shown.items()
+        if (text := _typed(key, default)).strip() and text != default
+    ]
+    if typed:
+        st.session_state[_KEPT] = (ctx.step.task_id, typed)
+
+
+def render_kept_text(task_id: str) -> None:
+    """What was typed into a step when its click was refused as stale, to copy back."""
+    kept: Any = st.session_state.get(_KEPT)
+    if not kept or kept[0] != task_id:
+        return
+    with st.container(border=True):
+        st.caption(
+            "What you typed before the page caught up (nothing ran with it). Copy it into "
+            "the step you mean, then run that step:"
+        )
+        for text in kept[1]:
+            st.code(text, language=None, wrap_lines=True)  # A person's text, shown as typed.
+        if st.button("Dismiss", key="kept-text-dismiss"):
+            del st.session_state[_KEPT]
+            st.rerun()
 
 
 def _new_input(ctx: _Ctx) -> tuple[bool, StepInput]:

@@ -372,6 +372,23 @@ def test_a_stale_tab_refuses_to_act_and_shows_the_task_as_it_is(
     assert len(card_titles(stale)) == 2  # it now shows the task as it is
 
 
+def test_a_stale_tab_keeps_the_text_just_typed(
+    app: AppTest, make_app: Callable[[], AppTest]
+) -> None:
+    task = start_scenario(app, "arithmetic")
+    stale = open_task(make_app, task)
+    _run_step(app)  # The other tab runs the step this one is about to steer.
+    typed = "Multiply 121 by 4 <b>instead</b>."
+    step_widget(stale, "input", "text_area").input(typed)
+
+    _run_step(stale)
+
+    assert CHANGED in shown_text(ok(stale))
+    assert typed in [c.value for c in stale.code]  # Kept to copy back, shown as typed.
+    click(stale, "Dismiss")
+    assert typed not in [c.value for c in stale.code]
+
+
 @pytest.mark.parametrize("label", ["Approve and run step", "Reject"])
 def test_a_stale_tab_cannot_approve_or_reject(
     app: AppTest, db_path: Path, make_app: Callable[[], AppTest], label: str

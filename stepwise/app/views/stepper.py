@@ -41,7 +41,7 @@ from components.messages import plain, plural, token_count, tokens_text
 from components.model_choice import is_free, max_tokens_text
 from components.run_limits import limits_of, limits_text, render_limits_button
 from components.step_card import render_step_card
-from components.step_editor import preview_messages, render_upcoming_step
+from components.step_editor import preview_messages, render_kept_text, render_upcoming_step
 from components.step_travel import Travel, render_step_travel
 from components.task_form import agent_label, model_label, render_create_form
 from components.task_list import usage_cost_text
@@ -402,6 +402,7 @@ def _finished(view: _View) -> None:
 def _upcoming(view: _View) -> list[tuple[StepRun, Any]]:
     """Draw the queue; returns the steps running in the runtime, with where to stream them."""
     st.subheader("Upcoming steps", anchor=False)
+    render_kept_text(view.task_state.task_id)
     runner, task_state = view.runner, view.task_state
     runs = [run for run in runner.running_steps(task_state.task_id) if run.step_id in view.live]
     watched = [(run, render_live_step(runner, run)) for run in runs]
