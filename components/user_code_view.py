@@ -17,7 +17,7 @@ from agent_core.user_code.registry import AgentEntry, McpEntry, ToolsEntry, User
 from components import state
 from components.messages import plain
 
-__all__ = ["RELOAD_HELP", "render_code_error", "render_user_code"]
+__all__ = ["RELOAD_HELP", "agent_fix_advice", "render_code_error", "render_user_code"]
 
 RELOAD_HELP = (
     "Imports your agents and tools again from their files, restarts your MCP servers, and "
@@ -68,6 +68,16 @@ def _typed_target_advice(source: str, exc: UserCodeError, kind: str) -> str:
         "as typed. If the target has a typo, fix it in the command and restart `stepwise ui`; "
         "if the file is only missing or wrong, fix the file, then Reload my code."
     )
+
+
+def agent_fix_advice(exc: UserCodeError) -> str:
+    """What fixes an agent that could not be loaded: a restart for a typo in `--agent`."""
+    for entry in user_code.default_registry().agents():
+        if entry.error is not None and entry.target == exc.target:
+            advice = _typed_target_advice(entry.source, exc, "agent")
+            if advice:
+                return advice
+    return "Fix your code, then press Reload my code on the New task form."
 
 
 def _render_agent(entry: AgentEntry) -> None:

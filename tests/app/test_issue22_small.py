@@ -142,3 +142,32 @@ def test_an_error_raised_by_the_users_code_keeps_reload_as_the_fix_and_its_trace
     said = unplain(box.value)
     assert "KeyError" in said and "command line" not in said
     assert any("MODEL = settings['model']" in c.value for c in app.code)
+
+
+def test_a_task_whose_command_line_agent_has_a_typo_says_restart_not_reload(
+    app: AppTest, app_env: Path, db_path: Path, monkeypatch: Any
+) -> None:
+    from agent_core import AgentRunner
+    from agent_core.llms import ScriptedLLM
+    from agent_core.spec import AgentSpec
+    from agent_core.store import SQLiteStore
+    from agent_core.workers import ReActAgentWorker
+
+    # A task run on `--agent calc=calc.py:agent`; the app restarted with the target mistyped.
+    spec = AgentSpec(agent="calc", agent_target=f"{app_env / 'calc.py'}:agent")
+    store = SQLiteStore(db_path)
+    try:
+        worker = ReActAgentWorker.from_tools([], llm=ScriptedLLM([]))
+        runner = AgentRunner(worker, store=store, spec=spec.model_dump(mode="json"))
+        task_id = runner.create_task("What is 1 + 2?").task_id
+    finally:
+        store.close()
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv(AGENTS_ENV, json.dumps({"calc": "calk.py:agent"}))
+    app.query_params["task"] = task_id
+    try:
+        ok(app.run())
+    finally:
+        forget_user_modules()
+    said = " ".join(c.value for c in app.caption)
+    assert "restart `stepwise ui`" in said and "Fix your code, then press Reload" not in said

@@ -51,7 +51,7 @@ from components.thread_controls import (
     render_continue_form,
     render_lineage,
 )
-from components.user_code_view import render_code_error
+from components.user_code_view import agent_fix_advice, render_code_error
 from components.workspace_view import render_workspace
 
 logger = logging.getLogger("stepwise.app")
@@ -568,7 +568,7 @@ def _runner_for(task_id: str) -> tuple[ParallelAgentRunner, AgentCoreError | Non
 def _problem(problem: AgentCoreError) -> None:
     if isinstance(problem, UserCodeError):
         render_code_error(problem, headline="Read only: your agent could not be loaded.")
-        st.caption("Fix your code, then press Reload my code on the New task form.")
+        st.caption(agent_fix_advice(problem))
     else:
         show_message("warning", problem, headline="Read only: this task's model is not set up.")
 
