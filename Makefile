@@ -19,9 +19,11 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
 
 # Every extra (the app, the server, services, tracing, each SDK and adapter) and the dev tools,
-# at the lock's versions. The wheel test installs from the cache this fills, offline.
+# at the lock's versions. The wheel test installs from the cache this fills, offline. Bytecode
+# is compiled at install (uv writes none by default): the app's first start would otherwise
+# compile Streamlit and its imports, 9-19 s instead of 3-5 s here.
 $(STAMP): requirements.lock pyproject.toml | $(BIN)/python
-	$(UV) pip install --python $(BIN)/python -r requirements.lock -e ".[all,dev]"
+	$(UV) pip install --python $(BIN)/python --compile-bytecode -r requirements.lock -e ".[all,dev]"
 	touch $(STAMP)
 
 # The app on http://localhost:8501 with the SQLite store ./stepwise.db and the demo model.
