@@ -86,20 +86,27 @@ _EXTERNAL_TAGS = re.compile(
 )
 
 
-def dag_options(*, level_separation: int = 90, node_spacing: int = 260) -> dict[str, Any]:
+def dag_options(*, level_separation: int = 90, node_spacing: int = 200) -> dict[str, Any]:
     """vis-network options for a top-down DAG of boxes, physics off."""
     hierarchical = {
         "enabled": True,
         "direction": "UD",
         "sortMethod": "directed",
         "levelSeparation": level_separation,
-        "nodeSpacing": node_spacing,  # Labels run to 40 characters: keep neighbours apart.
+        "nodeSpacing": node_spacing,  # Wrapped labels are at most 180 wide: keep them apart.
     }
     return {
         "layout": {"hierarchical": hierarchical},
         "physics": {"enabled": False},
         "interaction": {"hover": True, "tooltipDelay": 120, "navigationButtons": False},
-        "nodes": {"shape": "box", "font": {"multi": False, "size": 14}, "margin": 8},
+        # Labels wrap at 180 canvas units rather than run wide: a planner's parallel steps
+        # side by side made the fitted graph so wide that its text was drawn about 8 px high.
+        "nodes": {
+            "shape": "box",
+            "font": {"multi": False, "size": 14},
+            "margin": 8,
+            "widthConstraint": {"maximum": 180},
+        },
         "edges": {"arrows": {"to": {"enabled": True, "scaleFactor": 0.6}}, "smooth": False},
     }
 
