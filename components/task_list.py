@@ -132,7 +132,7 @@ def usage_cost_text(usage: Usage) -> str:
 def summary_line(task: TaskSummary) -> str:
     """Status, steps, tokens, cost and time of a task; holds no model or user text."""
     parts = [
-        task.status.value,
+        _status_word(task),
         f"{plural(task.steps_completed, 'step')} done",
         f"{task.steps_upcoming:,} upcoming",
         tokens_text(task.usage),
@@ -141,6 +141,13 @@ def summary_line(task: TaskSummary) -> str:
         f"id {short_id(task.task_id)}",
     ]
     return " · ".join(part for part in parts if part)
+
+
+def _status_word(task: TaskSummary) -> str:
+    """As the Stepper's header says it: a failed step to run again leaves the task active."""
+    if task.status is TaskStatus.FAILED and not task.damaged and not task.imported:
+        return "active · a failed step to fix and run again"
+    return task.status.value
 
 
 def agent_line(task_id: str) -> str:
