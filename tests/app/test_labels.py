@@ -37,7 +37,8 @@ def _open_buttons(app: AppTest) -> list[str]:
 
 
 def _row_texts(app: AppTest) -> list[str]:
-    return [unplain(c.value) for c in app.caption]
+    """Each line of the rows' captions (a row's one caption holds its status and agent lines)."""
+    return [line for c in app.caption for line in unplain(c.value).splitlines()]
 
 
 def _spec_task(
@@ -87,7 +88,7 @@ def test_an_imported_active_task_keeps_its_status_and_carries_a_read_only_badge(
     badges = [m.value for m in app.markdown if "imported, read only" in m.value]
     assert len(badges) == 1  # Only the copy: the original is not imported.
     captions = {
-        task_id: next(c.value for c in app.caption if c.value.endswith(task_id[-8:]))
+        task_id: next(c.value for c in app.caption if f"id {task_id[-8:]}" in c.value)
         for task_id in (original, imported)
     }
     assert captions[imported].startswith("active · ")
@@ -108,6 +109,9 @@ def test_delete_says_it_also_deletes_the_task_files_and_does(app, db_path):
     (folder / "index.html").write_text("<p>x</p>")
 
     app = _tasks_page(app)
+    for task in (task_id, empty_id):  # Each Delete popover is drawn once it is open.
+        app.session_state[f"delete-{task}"] = True
+    app.run()
 
     notes = {
         key.removeprefix("delete-confirm-"): popover.caption[0].value
