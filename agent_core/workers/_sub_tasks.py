@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_core.runtime.fork import new_task_change
 from agent_core.runtime.worker_state import dump_state
-from agent_core.store.base import MemoryWrite, TaskChange
 from agent_core.types import StepKind, Task, TaskState, TaskStep
 from agent_core.workers.base import BaseAgentWorker
 
@@ -60,16 +60,7 @@ class SubTask:
             dump_state(state.task.extra_state, task_id=state.task_id, step_id="")
         )
         runner = _private_runner(worker)
-        runner.store.commit(
-            TaskChange(
-                state=state,
-                base_version=None,
-                steps=list(state.steps.values()),
-                outputs=list(state.outputs.values()),
-                snapshots=list(state.snapshots.values()),
-                memory=MemoryWrite(keep=0, append=state.task.memory.get_all()),
-            )
-        )
+        runner.store.commit(new_task_change(state))
         return cls(runner, state.task_id)
 
     def save(self, task: Task, item_id: str) -> None:

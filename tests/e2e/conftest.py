@@ -99,6 +99,22 @@ def serving(
                 server.kill()
 
 
+@contextmanager
+def serve_script(script: Path, tmp_path: Path) -> Iterator[str]:
+    """A Streamlit server running `script` (a page under test) until the block ends."""
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(script),
+        "--server.port", str(port), "--server.address", "localhost",
+        "--server.headless", "true", "--browser.gatherUsageStats", "false",
+        "--server.fileWatcherType", "none", "--runner.magicEnabled", "false",
+    ]  # fmt: skip
+    log = tmp_path / "streamlit.log"
+    with serving(command, cwd=tmp_path, env=env, log=log, port=port) as url:
+        yield url
+
+
 @pytest.fixture
 def page(chromium_path: str, app_url: str):
     """A fresh browser page that records every request it makes."""

@@ -8,9 +8,6 @@ right-hand column) on a demo task prepared with a real runner and SQLite store.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +21,7 @@ from agent_core.demos import SCENARIOS
 from agent_core.store import SQLiteStore
 from agent_core.types import StepStatus
 
-from .conftest import CHROMIUM_ARGS, ROOT, _free_port, _wait_until_up
+from .conftest import CHROMIUM_ARGS, serve_script
 
 SHOTS = Path("/tmp/issue10/shots")
 COMPONENT_PATH = "/component/components.dag_view.stepwise_dag/"
@@ -87,24 +84,8 @@ def panel_url(chromium_path: str, task: Task, tmp_path: Path) -> Iterator[str]:
     ensure_static_assets()
     script = tmp_path / "panel.py"
     script.write_text(_SCRIPT.format(workspace=task.workspace, db=task.db, task_id=task.task_id))
-    port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [
-        sys.executable, "-m", "streamlit", "run", str(script),
-        "--server.port", str(port), "--server.address", "localhost",
-        "--server.headless", "true", "--browser.gatherUsageStats", "false",
-        "--server.fileWatcherType", "none", "--runner.magicEnabled", "false",
-    ]  # fmt: skip
-    log = (tmp_path / "streamlit.log").open("wb")
-    server = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=log, stderr=log)
-    url = f"http://localhost:{port}"
-    try:
-        _wait_until_up(url, server)
+    with serve_script(script, tmp_path) as url:
         yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-        log.close()
 
 
 @contextmanager

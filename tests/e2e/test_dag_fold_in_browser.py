@@ -7,9 +7,6 @@ completed steps, made with a real runner, a `ScriptedLLM` and a SQLite store.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +19,7 @@ from agent_core.store import SQLiteStore
 from components.dag_view import MAX_DRAWN_STEPS
 from components.graph_panel import UNFOLD_STEPS
 
-from .conftest import ROOT, _free_port, _wait_until_up
+from .conftest import serve_script
 from .test_dag_click_in_browser import SHOTS, browse, click_node, dag_frame
 
 STEPS = 300
@@ -82,24 +79,8 @@ def panel_url(chromium_path: str, long_task: LongTask, tmp_path: Path) -> Iterat
     script = tmp_path / "panel.py"
     spec = long_task.spec.model_dump_json()
     script.write_text(_SCRIPT.format(spec=spec, db=long_task.db, task_id=long_task.task_id))
-    port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [
-        sys.executable, "-m", "streamlit", "run", str(script),
-        "--server.port", str(port), "--server.address", "localhost",
-        "--server.headless", "true", "--browser.gatherUsageStats", "false",
-        "--server.fileWatcherType", "none", "--runner.magicEnabled", "false",
-    ]  # fmt: skip
-    log = (tmp_path / "streamlit.log").open("wb")
-    server = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=log, stderr=log)
-    url = f"http://localhost:{port}"
-    try:
-        _wait_until_up(url, server)
+    with serve_script(script, tmp_path) as url:
         yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-        log.close()
 
 
 def _drawn(frame) -> list[str]:

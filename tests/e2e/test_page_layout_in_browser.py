@@ -15,7 +15,7 @@ from tests.llm_servers import OpenAIServer
 from .conftest import ARTIFACTS
 from .test_real_model_in_browser import KEY, click, create_task, slow_story_policy, use_server
 from .test_stepper_edges_in_browser import start_arithmetic
-from .test_stepper_in_browser import wait_for_dag
+from .test_stepper_in_browser import in_dag_frame, wait_for_dag
 
 
 def _top(page: Page, text: str) -> float:
@@ -58,17 +58,6 @@ def test_the_abandon_popover_says_what_its_click_did(page: Page) -> None:
 _SCALE = "() => (window.stepwiseDag || {}).network ? window.stepwiseDag.network.getScale() : null"
 
 
-def _dag_scale(page: Page) -> float | None:
-    for frame in page.frames:
-        try:
-            scale = frame.evaluate(_SCALE)
-        except Exception:  # A frame being replaced by a rerun.
-            continue
-        if scale is not None:
-            return scale
-    return None
-
-
 def test_a_planners_parallel_steps_are_drawn_at_a_readable_size(page: Page) -> None:
     """Its sub-agents side by side made the fitted graph wide: labels were about 8 px high."""
     page.get_by_text("Demo scenarios").wait_for(timeout=30_000)
@@ -79,5 +68,5 @@ def test_a_planners_parallel_steps_are_drawn_at_a_readable_size(page: Page) -> N
     page.wait_for_timeout(500)
     page.screenshot(path=ARTIFACTS / "planner-dag.png", full_page=True)
 
-    scale = _dag_scale(page)
+    scale = in_dag_frame(page, _SCALE)
     assert scale is not None and scale >= 0.75, f"drawn at {scale}: 14 px labels at {scale}x"

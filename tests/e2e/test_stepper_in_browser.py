@@ -19,16 +19,21 @@ _READ_DAG = """() => window.stepwiseDag ? window.stepwiseDag.nodes.get().map(n =
 })) : null"""
 
 
-def dag_nodes(page) -> Nodes:
-    """The nodes vis-network holds in the DAG component's frame (empty if not drawn yet)."""
+def in_dag_frame(page, script: str):
+    """What `script` gives in the DAG component's frame: the first frame not giving None."""
     for frame in page.frames:
         try:
-            nodes = frame.evaluate(_READ_DAG)
+            found = frame.evaluate(script)
         except Exception:  # A frame being replaced by a rerun.
             continue
-        if nodes is not None:
-            return nodes
-    return []
+        if found is not None:
+            return found
+    return None
+
+
+def dag_nodes(page) -> Nodes:
+    """The nodes vis-network holds in the DAG component's frame (empty if not drawn yet)."""
+    return in_dag_frame(page, _READ_DAG) or []
 
 
 def wait_for_dag(page, check: Callable[[Nodes], bool], *, timeout: float = 30.0) -> Nodes:
