@@ -20,6 +20,7 @@ __all__ = [
     "ConflictError",
     "ErrorFields",
     "InputTooLargeError",
+    "InvalidTextError",
     "LLMConnectionError",
     "LLMError",
     "LLMStatusError",
@@ -69,6 +70,8 @@ ERROR_CODES: Mapping[str, str] = {
     "nothing_to_run": "the task has no upcoming step, and no last step to finalize",
     "step_not_ready": "the step waits for steps that have not completed (`waiting_on`)",
     "input_too_large": "an input (`what`) is `size` characters, over the `limit`",
+    "invalid_text": "an input (`what`) holds a lone surrogate (`position`), which is no "
+    "character and cannot be stored or sent",
     "conflict": "another runner (a tab, a process) holds or changed the task",
     "step_failed": "a step failed; `cause_code`, `cause_params` and `cause_message` say why "
     "(the code, params and message of what failed it)",
@@ -253,6 +256,12 @@ class NotReadyError(UserError):
         super().__init__(message, **kw)
         self.waiting_on = list(waiting_on or [])
         self._param("waiting_on", self.waiting_on or None)
+
+
+class InvalidTextError(UserError):
+    """Text holds a lone surrogate (U+D800 to U+DFFF): no store, file or wire can encode it."""
+
+    default_code = "invalid_text"
 
 
 class InputTooLargeError(UserError):

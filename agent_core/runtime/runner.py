@@ -15,6 +15,7 @@ import asyncio
 import concurrent.futures
 import json
 import logging
+import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -26,6 +27,7 @@ from agent_core.errors import (
     AgentCoreError,
     ConflictError,
     InputTooLargeError,
+    InvalidTextError,
     NothingToRunError,
     StepError,
     StoreError,
@@ -101,6 +103,8 @@ __all__ = ["DEFAULT_MAX_INPUT_CHARS", "AgentRunner"]
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_INPUT_CHARS = 100_000
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A UTF-16 surrogate alone in a str: JSON lets `\\ud800` through, UTF-8 cannot encode it."""
 _RUNNABLE = (StepStatus.UPCOMING, StepStatus.FAILED, StepStatus.RUNNING)
 
 
@@ -224,9 +228,22 @@ class AgentRunner(LlamaIndexRunnerAPI):
             raise
 
     def _check_size(self, value: StepInput, what: str) -> None:
+        """Refuse an input over `max_input_chars`, or one holding text no store can encode."""
         if value is None:
             return
-        size = len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
+        text = (
+            value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+        )
+        lone = _LONE_SURROGATE.search(text)
+        if lone is not None:  # Checked here, at the edge: past it, encoding would fail untyped.
+            raise InvalidTextError(
+                f"{what} holds a lone surrogate (\\u{ord(lone.group()):04x} at character "
+                f"{lone.start():,}), which is no character: it cannot be stored or sent",
+                hint="remove it, or send the text as UTF-8 (a JSON escape like \\ud800 must "
+                "be one of a surrogate pair)",
+                params={"what": what, "position": lone.start()},
+            )
+        size = len(text)
         if size > self.max_input_chars:
             raise InputTooLargeError(
                 f"{what} is {size:,} characters; the limit is {self.max_input_chars:,}",
@@ -920,7 +937,8 @@ class AgentRunner(LlamaIndexRunnerAPI):
         the edited conversation. `preview_messages` shows the result before anything runs.
         """
         edited = conversation_of(messages)
-        self._check_size(json.dumps([m.model_dump(mode="json") for m in edited]), "the edit")
+        dumped = [m.model_dump(mode="json") for m in edited]
+        self._check_size(json.dumps(dumped, ensure_ascii=False), "the edit")
         state = self._task_state(task_id)
         with self._lock(task_id):
             check_active(state, "edit its conversation")
