@@ -17,6 +17,7 @@ import math
 import mimetypes
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import Response
@@ -199,7 +200,7 @@ def download_artifact(task_id: str, artifact_id: str, runtime: Runtime) -> Respo
         ) from None
     kind = mimetypes.guess_type(path)[0] or "application/octet-stream"
     name = PurePosixPath(path).name
-    headers = {"Content-Disposition": f'attachment; filename="{_header_safe(name)}"'}
+    headers = {"Content-Disposition": content_disposition(name)}
     return Response(data, media_type=kind, headers=headers)
 
 
@@ -320,5 +321,15 @@ def _page(items: list, current_page: int, page_size: int) -> tuple[list, Paginat
     return items[start : start + page_size], pagination
 
 
-def _header_safe(name: str) -> str:
-    return "".join(c if c.isprintable() and c not in '"\\' else "_" for c in name)
+def content_disposition(name: str) -> str:
+    """An attachment header for any file name (RFC 6266).
+
+    An ASCII `filename` for old clients, and the name itself as UTF-8 in `filename*` (RFC
+    5987) when it is not ASCII. A header is Latin-1 on the wire: a name such as `日本.txt`
+    written as is failed the response (a 500).
+    """
+    plain = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name)
+    header = f'attachment; filename="{plain}"'
+    if plain != name:
+        header += f"; filename*=UTF-8''{quote(name, safe='')}"
+    return header

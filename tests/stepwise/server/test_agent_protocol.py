@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import threading
+import urllib.parse
 from typing import Any
 
 import httpx
@@ -183,6 +184,26 @@ def test_artifacts_are_uploaded_listed_and_downloaded_inside_the_workspace(clien
     got = client.get(f"/ap/v1/agent/tasks/{task_id}/artifacts/{artifact['artifact_id']}")
     assert got.content == b"a,b\n1,2\n"
     assert client.get(f"/ap/v1/agent/tasks/{task_id}").json()["artifacts"] == [artifact]
+
+
+@pytest.mark.parametrize(
+    ("name", "ascii_name"),
+    [("日本.txt", "__.txt"), ("llama 🦙.svg", "llama _.svg"), ("plain.txt", "plain.txt")],
+)
+def test_an_artifact_named_in_any_script_downloads_with_its_name(client, name, ascii_name):
+    """The name was written into a Latin-1 header as is: a 500 for `日本.txt` (issue 23, 5)."""
+    task_id = _new_task(client)["task_id"]
+    files = {"file": (name, "内容".encode(), "text/plain")}
+    made = client.post(f"/ap/v1/agent/tasks/{task_id}/artifacts", files=files)
+    assert made.status_code == 200, made.text
+
+    got = client.get(f"/ap/v1/agent/tasks/{task_id}/artifacts/{made.json()['artifact_id']}")
+
+    assert got.status_code == 200 and got.content == "内容".encode()
+    header = got.headers["content-disposition"]
+    assert header.startswith(f'attachment; filename="{ascii_name}"')
+    encoded = header.partition("filename*=UTF-8''")[2]
+    assert urllib.parse.unquote(encoded) == (name if name != ascii_name else "")
 
 
 @pytest.mark.parametrize("path", ["../../escape.txt", "/etc/cron.d/x", "a/../../b", "..\\up"])
