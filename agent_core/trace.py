@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agent_core._nesting import MAX_NESTING, too_deep
 from agent_core.errors import UserError
 from agent_core.runtime.fork import new_task_change, renamed_copy
 from agent_core.spec import AgentSpec
@@ -37,6 +38,9 @@ MAX_TRACE_BYTES = 50 * _MB
 """The largest trace `import_trace` accepts (50 MB)."""
 
 _HOW_TO_GET_ONE = "export the task again (export_trace) and import that file"
+_MAX_TRACE_NESTING = 150
+"""Deepest nesting accepted in a trace: a step input's bound plus the document's own levels,
+with room for tool results, and well under what a stored task can be read back with."""
 _MAX_PROBLEMS_SHOWN = 3
 _MAX_SHOWN_CHARS = 60
 
@@ -115,6 +119,12 @@ def _parse(text: str | bytes) -> dict[str, Any]:
         ) from None
     except (ValueError, RecursionError) as exc:
         raise UserError(f"the file is not a JSON trace Stepwise can read ({exc})") from None
+    if too_deep(document, _MAX_TRACE_NESTING):
+        # Stored, it would not load again: pydantic reads back about 200 levels, no more.
+        raise UserError(
+            f"the trace nests more than {_MAX_TRACE_NESTING} levels deep, deeper than any "
+            f"task Stepwise stores (step inputs stop at {MAX_NESTING}): {_HOW_TO_GET_ONE}"
+        )
     _check_header(document)
     return document
 

@@ -352,3 +352,29 @@ def test_a_trace_whose_version_is_true_is_refused(make_agent):
 
     with pytest.raises(UserError, match="version"):
         import_trace(json.dumps(trace), InMemoryStore())
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "core"
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+def test_a_trace_nested_deeper_than_a_task_can_load_is_refused_before_storing(make_agent):
+    """A step input 230 deep was stored, then the task could not be loaded (issue 23, item 4)."""
+    agent, _ = make_agent()
+    task_id = agent.create_task(QUESTION).task_id
+    document = json.loads(export_trace(agent.get_task_state(task_id)))
+    (step,) = document["task"]["steps"].values()
+    store = SQLiteStore(":memory:")
+
+    step["input"] = _nested(230)
+    with pytest.raises(UserError, match="nests more than 150 levels"):
+        import_trace(json.dumps(document), store)
+    assert store.list_tasks() == []
+
+    step["input"] = _nested(60)  # As deep as a step input may be: imported, and it loads.
+    imported = import_trace(json.dumps(document), store)
+    loaded = store.load_task(imported)
+    assert loaded is not None and len(loaded.steps) == 1
