@@ -20,6 +20,8 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from agent_core.errors import UserError
+
 if TYPE_CHECKING:
     from agent_core.telemetry.spans import Tracing
     from agent_core.types import StepInput, TaskState, TaskStep, TaskStepOutput
@@ -31,6 +33,7 @@ __all__ = [
     "add_observer",
     "chat_ended",
     "chat_started",
+    "check_endpoint_setting",
     "observers",
     "step_ended",
     "step_started",
@@ -78,10 +81,30 @@ def _from_environment() -> Tracing | None:
                 require("otel", feature=f"tracing (${ENDPOINT_ENV} is set)")
                 from agent_core.telemetry.spans import Tracing
 
-                tracing = Tracing.for_endpoint(endpoint)
+                try:
+                    tracing = Tracing.for_endpoint(endpoint)
+                except ValueError as exc:  # Tracing never fails a step: run untraced, say why.
+                    logging.getLogger(__name__).error("$%s: %s; tracing is off", ENDPOINT_ENV, exc)
+                    tracing = None
             else:
                 tracing = None
         return tracing
+
+
+def check_endpoint_setting() -> None:
+    """Raise `UserError` if `$STEPWISE_OTLP_ENDPOINT` is set to what is not an http(s) URL.
+
+    The faces call it at start, so the mistake is said at once; a step never fails over it
+    (the runtime logs it and runs untraced).
+    """
+    endpoint = os.environ.get(ENDPOINT_ENV, "").strip()
+    if endpoint and not endpoint.startswith(("http://", "https://")):
+        raise UserError(
+            f"${ENDPOINT_ENV} must be an http:// or https:// URL, got {endpoint!r} "
+            "(e.g. http://localhost:6006 for Phoenix)",
+            hint=f"fix ${ENDPOINT_ENV}, or unset it to run without tracing",
+            code="bad_request",
+        )
 
 
 def traced_step(work: Async[T]) -> Async[T]:

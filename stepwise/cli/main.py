@@ -9,6 +9,7 @@ from pathlib import Path
 
 from agent_core.errors import AgentCoreError, UserError
 from agent_core.extras import require
+from agent_core.telemetry import hooks as telemetry_hooks
 from agent_core.user_code.registry import EntryKind, parse_entry
 from stepwise.cli.services_args import add_services_parser
 
@@ -198,6 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tools = _by_name(args.command_parser, args.tools, "--tools")
     mcp = _by_name(args.command_parser, args.mcp, "--mcp")
     try:
+        telemetry_hooks.check_endpoint_setting()  # Said at start, not by a step that hangs.
         if args.command == "serve":
             from stepwise.cli.serve import run_server
 
