@@ -30,6 +30,7 @@ from agent_core.errors import (
     InvalidTextError,
     NothingToRunError,
     StepError,
+    StepNotFoundError,
     StoreError,
     TaskNotFoundError,
     UserError,
@@ -905,6 +906,15 @@ class AgentRunner(LlamaIndexRunnerAPI):
             except StepError as exc:
                 stopped = {"reason": "error", "detail": str(exc), "error": exc.to_data()}
                 return result.model_copy(update=stopped)
+            except StepNotFoundError:  # Undone or dropped by someone else since it was picked.
+                raise ConflictError(
+                    f"task {short_id(task_id)} changed while run_until ran (another client "
+                    "undid or changed its steps); reload it and try again",
+                    hint="reload the task, then run it again from where it stands",
+                    remedy="wait",
+                    task_id=task_id,
+                    code="task_changed",
+                ) from None
             result.outputs.append(output)
             if output.is_last:
                 return result.model_copy(update={"reason": "last_step"})

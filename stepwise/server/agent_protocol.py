@@ -109,7 +109,15 @@ async def run_step(task_id: str, runtime: Runtime, body: StepRequestBody | None 
         pass
     output = run.result(timeout=0)
     state = runner.get_task_state(task_id)
-    return step_of(state, state.steps[output.task_step.step_id])
+    step = state.steps.get(output.task_step.step_id)
+    if step is None:  # Another client's undo dropped it after it ran: a race, not a bug.
+        raise ApiError(
+            409,
+            "task_changed",
+            f"task {task_id} changed while its step ran (another client undid it); reload it",
+            hint=f"GET /ap/v1/agent/tasks/{task_id}/steps shows the task as it is",
+        )
+    return step_of(state, step)
 
 
 @router.get("/tasks/{task_id}/steps", response_model=StepList, summary="List a task's steps")
