@@ -163,7 +163,7 @@ def _runner(runtime: Any, task_id: str, expected: int | None, if_match: str | No
 
 
 def _version_header(if_match: str | None) -> int | None:
-    if not if_match:
+    if not if_match or if_match.strip() == "*":  # RFC 9110: `*` matches any current version.
         return None
     try:
         return int(if_match.strip().strip('W/"'))

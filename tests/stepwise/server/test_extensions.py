@@ -198,3 +198,14 @@ def test_a_fork_the_conversation_and_the_limits_over_http(client):
     assert limits["limits"]["max_iterations"] == 40
     bad = client.patch(_ext(task_id, "/limits"), json={"max_steps": 4})
     assert bad.status_code == 422
+
+
+def test_if_match_star_matches_any_version_and_a_number_must_be_current(client):
+    """`If-Match: *` was refused as not a version (issue 23, item 12); RFC 9110 says any."""
+    task_id = _task(client)
+    _step(client, task_id)
+
+    stale = client.post(_ext(task_id, "/undo"), json={}, headers={"If-Match": '"1"'})
+    assert stale.status_code == 409 and stale.json()["error"]["code"] == "task_changed"
+    any_version = client.post(_ext(task_id, "/undo"), json={}, headers={"If-Match": "*"})
+    assert any_version.status_code == 200, any_version.text
