@@ -23,6 +23,7 @@ from components import task_version
 from components.branch_compare import render_branch_compare, task_branches
 from components.dag_view import MAX_DRAWN_STEPS, render_dag
 from components.step_card import render_step_card
+from components.step_travel import steps_after
 
 __all__ = [
     "UNFOLD_STEPS",
@@ -103,7 +104,7 @@ def undo_to_here(
         else:
             why = f"{name} has not run yet."
         return UndoToHere(0, why)
-    after = len(task_state.completed) - task_state.completed.index(step_id) - 1
+    after = steps_after(task_state, step_id)
     if after == 0:
         return UndoToHere(0, f"{name} is the last step done: nothing after it to undo.")
     if running:

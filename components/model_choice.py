@@ -19,7 +19,6 @@ __all__ = [
     "MAX_TOKENS_HELP",
     "PROVIDER_LABELS",
     "check_base_url",
-    "is_free",
     "max_tokens_input",
     "max_tokens_text",
     "model_label",
@@ -38,12 +37,6 @@ PROVIDER_LABELS: dict[str, str] = {
     for name, entry in PROVIDERS.items()
 }
 """The providers as the stepper's create form names them."""
-
-
-def is_free(spec: AgentSpec) -> bool:
-    """Whether the task's model costs nothing: the scripted demo, or a person typing replies."""
-    entry = PROVIDERS[spec.provider]
-    return spec.agent is None and (entry.scripted or entry.needs_person)
 
 
 def model_label(spec: AgentSpec) -> str:

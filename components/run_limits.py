@@ -17,7 +17,6 @@ from agent_core.spec import AgentSpec
 from agent_core.types import TaskState, TaskStatus
 from components import task_version
 from components.messages import cost_text, plural
-from components.model_choice import is_free
 
 __all__ = ["Limits", "limits_of", "limits_text", "render_limits_button"]
 
@@ -61,8 +60,7 @@ def limits_of(task_state: TaskState, runner: ParallelAgentRunner, spec: AgentSpe
         max_iterations=bound,
         tokens_used=task.usage.total_tokens,
         max_tokens=own.max_tokens,
-        # The demo model and typed replies are free: $0, not "cost unknown".
-        cost_used=0.0 if task.usage.cost_usd is None and is_free(spec) else task.usage.cost_usd,
+        cost_used=task.usage.cost_usd,  # $0 for the demo model and typed replies.
         max_cost_usd=own.max_cost_usd,
     )
 

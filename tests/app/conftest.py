@@ -27,6 +27,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
 from agent_core.types import TaskState
 
@@ -44,6 +45,17 @@ def stored(db: Path, task: str) -> TaskState:
         store.close()
     assert state is not None, f"task {task} is not in {db}"
     return state
+
+
+def saved_spec(db_path: Path) -> AgentSpec:
+    """The agent spec the Settings page saved in the app's database."""
+    from components import state
+
+    store = SQLiteStore(db_path)
+    try:
+        return AgentSpec.model_validate(store.get_setting(state.SAVED_SPEC))
+    finally:
+        store.close()
 
 
 def only_task_state(db_path: Path) -> TaskState:

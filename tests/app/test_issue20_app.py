@@ -15,10 +15,9 @@ from agent_core.store import SQLiteStore
 from agent_core.tools import FunctionTool
 from agent_core.types import StepKind, StepStatus
 from agent_core.workers import FunctionCallingAgentWorker, ReActAgentWorker
-from components import state
 from components.task_version import CHANGED
 
-from .conftest import stored
+from .conftest import saved_spec, stored
 from .test_stepper import (
     TASK_KEY,
     card_titles,
@@ -137,14 +136,6 @@ def _spec_of(db_path: Path, task: str) -> AgentSpec:
     return AgentSpec.model_validate(spec)
 
 
-def _saved_spec(db_path: Path) -> AgentSpec:
-    store = SQLiteStore(db_path)
-    try:
-        return AgentSpec.model_validate(store.get_setting(state.SAVED_SPEC))
-    finally:
-        store.close()
-
-
 def test_max_tokens_from_settings_is_each_new_tasks_default_and_a_task_may_change_it(
     app: AppTest, db_path: Path
 ) -> None:
@@ -152,7 +143,7 @@ def test_max_tokens_from_settings_is_each_new_tasks_default_and_a_task_may_chang
     app.switch_page("pages/settings.py").run()
     app.number_input(key="settings-max-tokens").set_value(512).run()
     app.button(key="settings-save-model").click().run()
-    assert _saved_spec(db_path).max_tokens == 512
+    assert saved_spec(db_path).max_tokens == 512
 
     app.switch_page("pages/stepper.py").run()
     assert app.number_input(key="form-max-tokens").value == 512  # Settings' cap by default
@@ -169,7 +160,7 @@ def test_max_tokens_from_settings_is_each_new_tasks_default_and_a_task_may_chang
 
     assert second != first
     assert _spec_of(db_path, second).max_tokens == 64  # this task's own cap...
-    assert _saved_spec(db_path).max_tokens == 512  # ...never Settings'
+    assert saved_spec(db_path).max_tokens == 512  # ...never Settings'
     click(app, "New task")
     assert app.number_input(key="form-max-tokens").value == 512
 

@@ -111,16 +111,21 @@ def test_a_task_with_one_failed_step_to_retry_reads_active(app: AppTest, db_path
         assert server.model_requests
 
 
-def test_a_typo_in_a_command_line_agent_target_says_restart_and_sits_in_its_red_box(
-    app: AppTest, app_env: Path, monkeypatch: Any
-) -> None:
-    (app_env / "my_agent.py").write_text("def build_agent(llm):\n    return None\n")
+def run_with_agents(app: AppTest, monkeypatch: Any, agents: dict[str, str]) -> None:
+    """Run the app as `stepwise ui --agent NAME=TARGET ...` would start it, once."""
     monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setenv(AGENTS_ENV, json.dumps({"typo": "my_agnet.py:build_agent"}))
+    monkeypatch.setenv(AGENTS_ENV, json.dumps(agents))
     try:
         ok(app.run())
     finally:
         forget_user_modules()
+
+
+def test_a_typo_in_a_command_line_agent_target_says_restart_and_sits_in_its_red_box(
+    app: AppTest, app_env: Path, monkeypatch: Any
+) -> None:
+    (app_env / "my_agent.py").write_text("def build_agent(llm):\n    return None\n")
+    run_with_agents(app, monkeypatch, {"typo": "my_agnet.py:build_agent"})
     (box,) = [e for e in app.error if "Your agent could not be loaded" in e.value]
     said = unplain(box.value)
     assert "my_agnet.py" in said  # the error's details are in the red box
@@ -132,12 +137,7 @@ def test_an_error_raised_by_the_users_code_keeps_reload_as_the_fix_and_its_trace
     app: AppTest, app_env: Path, monkeypatch: Any
 ) -> None:
     (app_env / "broken.py").write_text("settings = {}\nMODEL = settings['model']\n")
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setenv(AGENTS_ENV, json.dumps({"broken": "broken.py:agent"}))
-    try:
-        ok(app.run())
-    finally:
-        forget_user_modules()
+    run_with_agents(app, monkeypatch, {"broken": "broken.py:agent"})
     (box,) = [e for e in app.error if "Your agent could not be loaded" in e.value]
     said = unplain(box.value)
     assert "KeyError" in said and "command line" not in said
@@ -162,12 +162,7 @@ def test_a_task_whose_command_line_agent_has_a_typo_says_restart_not_reload(
         task_id = runner.create_task("What is 1 + 2?").task_id
     finally:
         store.close()
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setenv(AGENTS_ENV, json.dumps({"calc": "calk.py:agent"}))
     app.query_params["task"] = task_id
-    try:
-        ok(app.run())
-    finally:
-        forget_user_modules()
+    run_with_agents(app, monkeypatch, {"calc": "calk.py:agent"})
     said = " ".join(c.value for c in app.caption)
     assert "restart `stepwise ui`" in said and "Fix your code, then press Reload" not in said

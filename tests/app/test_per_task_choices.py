@@ -12,10 +12,8 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from agent_core.spec import AgentSpec
-from agent_core.store import SQLiteStore
-from components import state
 from components.settings_form import CUSTOM
-from tests.app.conftest import only_task_state
+from tests.app.conftest import only_task_state, saved_spec
 
 SERVER = "http://127.0.0.1:9/v1"
 
@@ -35,14 +33,6 @@ def _save_server_in_settings(app: AppTest) -> None:
     ok(app.button(key="settings-save-model").click().run())
 
 
-def _saved_spec(db_path: Path) -> AgentSpec:
-    store = SQLiteStore(db_path)
-    try:
-        return AgentSpec.model_validate(store.get_setting(state.SAVED_SPEC))
-    finally:
-        store.close()
-
-
 def test_a_demo_task_from_the_form_leaves_the_saved_settings_and_other_sessions_alone(
     app: AppTest, make_app: Callable[[], AppTest], db_path: Path
 ) -> None:
@@ -58,7 +48,7 @@ def test_a_demo_task_from_the_form_leaves_the_saved_settings_and_other_sessions_
     task = only_task_state(db_path).task
     assert AgentSpec.model_validate(task.spec).provider == "demo"  # the task keeps it
 
-    saved = _saved_spec(db_path)
+    saved = saved_spec(db_path)
     assert (saved.provider, saved.base_url, saved.tool_approval) == ("openai", SERVER, False)
     app.switch_page("pages/settings.py")
     ok(app.run())

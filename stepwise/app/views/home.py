@@ -7,33 +7,31 @@ import streamlit as st
 from components import navigation
 from components.intro import render_intro
 
+_LINKS = [
+    (
+        "stepper",
+        "Stepper: run a task step by step, or try a demo scenario",
+        ":material/play_arrow:",
+    ),
+    ("tasks", "Tasks: open, export, delete or import the tasks you ran", ":material/list:"),
+    (
+        "playground",
+        "Playground: one stateless agent step at a time, by hand (the Execute API)",
+        ":material/chat:",
+    ),
+    (
+        "services",
+        "Services: watch and steer multi-agent services, each hop as a live DAG",
+        ":material/hub:",
+    ),
+    ("settings", "Settings: the model, your keys and prices", ":material/settings:"),
+]
+"""The pages the Start page links to: (page, what it is for, its icon)."""
+
 
 def render() -> None:
     """Draw the Start page."""
     st.title("Stepwise", anchor=False)
     render_intro()
-    st.page_link(
-        navigation.page("stepper"),
-        label="Stepper: run a task step by step, or try a demo scenario",
-        icon=":material/play_arrow:",
-    )
-    st.page_link(
-        navigation.page("tasks"),
-        label="Tasks: open, export, delete or import the tasks you ran",
-        icon=":material/list:",
-    )
-    st.page_link(
-        navigation.page("playground"),
-        label="Playground: one stateless agent step at a time, by hand (the Execute API)",
-        icon=":material/chat:",
-    )
-    st.page_link(
-        navigation.page("services"),
-        label="Services: watch and steer multi-agent services, each hop as a live DAG",
-        icon=":material/hub:",
-    )
-    st.page_link(
-        navigation.page("settings"),
-        label="Settings: the model, your keys and prices",
-        icon=":material/settings:",
-    )
+    for page, label, icon in _LINKS:
+        st.page_link(navigation.page(page), label=label, icon=icon)

@@ -38,7 +38,7 @@ from components.graph_panel import render_graph_panel
 from components.live_step import render_live_step, watch_live_steps
 from components.memory_view import render_memory
 from components.messages import plain, plural, token_count, tokens_text
-from components.model_choice import is_free, max_tokens_text
+from components.model_choice import max_tokens_text
 from components.run_limits import limits_of, limits_text, render_limits_button
 from components.step_card import render_step_card
 from components.step_editor import preview_messages, render_kept_text, render_upcoming_step
@@ -136,7 +136,7 @@ def _header(task_state: TaskState, runner: ParallelAgentRunner) -> None:
         f"{plural(len(task_state.completed), 'step')} done",
         f"{len(task_state.queue):,} upcoming",
         tokens_text(usage),
-        usage_cost_text(usage) if usage.cost_usd is not None or not is_free(spec) else "$0 (free)",
+        usage_cost_text(usage),
     ]
     limits = limits_of(task_state, runner, spec)
     status_col, limits_col = st.columns([6, 1], vertical_alignment="center")
