@@ -2,8 +2,8 @@
 
 Each attack must end in a typed `AgentCoreError` or in an observation the model reads; the
 task must then load, undo and delete from a fresh runner on the same file; nothing may be
-written outside the workspace; and the runtime loop may not stall for more than 0.5 s while
-the attack runs (a heartbeat on the loop measures it).
+written outside the workspace; and the runtime loop may not stall while the attack runs (a
+heartbeat on the loop measures its CPU and wall time between beats).
 """
 
 from __future__ import annotations
@@ -30,10 +30,12 @@ from agent_core.workers import FunctionCallingAgentWorker, ReActAgentWorker
 from ._heartbeat import Heartbeat
 from .test_poisoned_tasks import deep
 
-# A liveness bound, not a speed target: on a quiet machine the worst reply here (10,000 tool
-# calls) holds the loop about 0.1 s at most (0.07-0.17 s); under the whole suite's load on two
-# cores it was once 0.56 s. A loop that blocked for the whole reply would be late far longer.
-MAX_STALL_S = 1.0
+# Liveness bounds, not speed targets. The worst reply here (10,000 tool calls) holds the loop
+# about 0.25 s of its thread's CPU on a quiet machine, and load does not stretch CPU time; wall
+# time it stretches (1.9 s in CI with two test groups on two cores), so the wall bound only
+# catches a loop that sleeps or waits, which costs no CPU.
+MAX_BUSY_S = 1.0
+MAX_LATE_S = 10.0
 MB = 1_000_000
 
 
@@ -155,7 +157,8 @@ def test_a_hostile_reply_is_typed_never_poisons_never_escapes_never_stalls(
     with Heartbeat().watching() as heart:
         _run_attack(runner, task_id, attack.steps)
 
-    assert heart.max_late_s < MAX_STALL_S, f"the runtime loop stalled {heart.max_late_s:.2f} s"
+    assert heart.max_busy_s < MAX_BUSY_S, f"the runtime loop computed {heart.max_busy_s:.2f} s"
+    assert heart.max_late_s < MAX_LATE_S, f"the runtime loop stalled {heart.max_late_s:.2f} s"
     fresh = AgentRunner(_worker(Attack(attack.worker, ()), workspace), store=SQLiteStore(db))
     state = fresh.get_task_state(task_id)  # It loads...
     if state.completed:
