@@ -110,7 +110,8 @@ async def run_step(task_id: str, runtime: Runtime, body: StepRequestBody | None 
     output = run.result(timeout=0)
     state = runner.get_task_state(task_id)
     step = state.steps.get(output.task_step.step_id)
-    if step is None:  # Another client's undo dropped it after it ran: a race, not a bug.
+    if step is None or step.step_id not in state.completed:
+        # Another client's undo took it back (or dropped it) after it ran: a race, not a bug.
         raise ApiError(
             409,
             "task_changed",
