@@ -1,7 +1,8 @@
-"""The ASGI application: routes, the gate (token, body size) and JSON errors."""
+"""The ASGI application: routes, the browser guard, the gate (token, body size), JSON errors."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Literal
@@ -9,6 +10,7 @@ from typing import Literal
 from fastapi import FastAPI, Request
 from pydantic import BaseModel, Field
 
+from stepwise.http.browser_guard import FOREIGN_HOST, BrowserGuard
 from stepwise.http.errors import install_error_handlers
 from stepwise.http.security import GateMiddleware, bearer_matches
 from stepwise.server import agent_protocol, execute, extensions
@@ -29,6 +31,10 @@ Stepwise's runtime over HTTP.
 
 Errors are JSON: `{"error": {"code", "message", "hint"}}` with a stable `code`.
 """
+
+
+_UPLOADS = re.compile(r"/ap/v1/agent/tasks/[^/]+/artifacts")
+"""The one route that reads a multipart body (an artifact upload); every other reads JSON."""
 
 
 class ServerModel(BaseModel):
@@ -69,14 +75,19 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     )
     app.state.runtime = runtime
     app.add_middleware(GateMiddleware, token=settings.token, max_body_bytes=settings.max_body_bytes)
+    # Added last, so it runs first: a foreign page is refused before the token is checked.
+    app.add_middleware(BrowserGuard, allowed_hosts=settings.allowed_hosts, multipart_paths=_UPLOADS)
     install_error_handlers(app)
 
     @app.get("/health", tags=["server"], summary="Whether the server is up (no token needed)")
     def health(request: Request) -> Health:
         # Open to load balancers, so a server with a token names its model (and the model
-        # server's address) only to callers who hold the token.
+        # server's address) only to callers who hold the token; and never to a caller under a
+        # host name not allowed (a rebinding page on a server with no token).
         header = request.headers.get("authorization", "").encode()
         if settings.token and not bearer_matches(header, settings.token.encode()):
+            return Health()
+        if request.scope.get(FOREIGN_HOST):
             return Health()
         return Health(model=ServerModel(**settings.default_model.describe()))
 

@@ -1,7 +1,8 @@
 """What a `stepwise serve` server runs with: its database, token, limits and default agent.
 
-The token's variable and the exposure check are `stepwise.http.settings`', shared with the
-services' control plane; they are re-exported here for the code that imported them from here.
+The token's variable, the allowed host names and the exposure check are
+`stepwise.http.settings`', shared with the services' control plane; some are re-exported here
+for the code that imported them from here.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from urllib.parse import urlsplit
 from agent_core.errors import UserError
 from agent_core.llms.catalog import PROVIDERS, split_model
 from agent_core.spec import AgentSpec
-from stepwise.http.settings import TOKEN_ENV, api_token, check_exposure, is_loopback
+from stepwise.http.settings import (
+    TOKEN_ENV,
+    allowed_hosts,
+    api_token,
+    check_exposure,
+    is_loopback,
+)
 
 __all__ = [
     "DB_ENV",
@@ -127,6 +134,8 @@ class ServerSettings:
     Args:
         db: The SQLite file shared with the app (`STEPWISE_DB`, default ./stepwise.db).
         token: Every route but `/health` requires `Authorization: Bearer <token>` when set.
+        allowed_hosts: Host names answered besides loopback names and IP addresses
+            (`STEPWISE_ALLOWED_HOSTS`); any other name is refused (DNS rebinding).
         default_agent: The agent a task gets when the request names none; None (the
             default): the built-in agent on `default_model`.
         default_model: The server's model (`STEPWISE_MODEL`, default: the demo): the model
@@ -137,6 +146,7 @@ class ServerSettings:
 
     db: Path = field(default_factory=lambda: Path(os.environ.get(DB_ENV, "stepwise.db")))
     token: str | None = field(default_factory=api_token)
+    allowed_hosts: frozenset[str] = field(default_factory=allowed_hosts)
     default_agent: AgentSpec | None = None
     default_model: ModelDefault = field(default_factory=_default_model)
     max_body_bytes: int = 1_000_000

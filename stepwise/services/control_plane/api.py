@@ -14,13 +14,17 @@ from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from stepwise.http.browser_guard import BrowserGuard
 from stepwise.http.errors import error_body, install_error_handlers
 from stepwise.http.security import GateMiddleware
+from stepwise.http.settings import allowed_hosts
 from stepwise.services._home import on_home_loop
 from stepwise.services.control_plane.state import ControlPlaneState
 from stepwise.services.errors import (
     HopNotPendingError,
     HumanRequestNotWaitingError,
+    InvalidServiceNameError,
+    QueueUnavailableError,
     ServicesError,
     TaskFailedError,
     UnknownHopError,
@@ -167,6 +171,8 @@ _STATUS_OF: list[tuple[type[ServicesError], int]] = [
     (HopNotPendingError, 409),
     (HumanRequestNotWaitingError, 409),
     (TaskFailedError, 409),
+    (InvalidServiceNameError, 422),
+    (QueueUnavailableError, 503),
 ]
 """A services error's HTTP status, by type; its `code` is its own (400 for the rest)."""
 
@@ -181,6 +187,7 @@ def create_control_plane_app(control_plane: ControlPlane) -> FastAPI:
     app.add_middleware(
         GateMiddleware, token=control_plane.token, max_body_bytes=control_plane.max_body_bytes
     )
+    app.add_middleware(BrowserGuard, allowed_hosts=allowed_hosts())  # Runs first, as in serve.
     install_error_handlers(app)
 
     @app.exception_handler(ServicesError)
@@ -245,7 +252,7 @@ def _tasks_router(cp: ControlPlane) -> APIRouter:
         )  # fmt: skip
         return await _home(cp, cp.create_task(task))
 
-    @router.get("/tasks", summary="Tasks, newest first")
+    @router.get("/tasks", summary="Tasks, newest first (long texts cut; GET one for all)")
     def list_tasks(
         limit: int = Query(default=100, ge=1, le=1000), offset: int = Query(default=0, ge=0)
     ) -> list[TaskRecord]:
