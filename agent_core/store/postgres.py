@@ -1,0 +1,579 @@
+"""`PostgresStore`: tasks in a PostgreSQL database, for a team's several processes and machines.
+
+The same records as `SQLiteStore` (JSON text, written by `_records`), in tables of their own
+schema (`stepwise` unless told), so a shared database is not cluttered. Each `commit` is one
+transaction that first compare-and-updates the task's version: the task row's lock orders
+concurrent commits of one task, and the later one finds the version moved on and gets
+`ConflictError` (`task_changed`), exactly as on SQLite. Claims are the steps' `claimed_by`
+stamps, as on SQLite: the runtime decides when one is stale.
+
+psycopg 3 is imported when a store is made: `pip install "stepwise[postgres]"`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from agent_core.errors import ConflictError, StoreError
+from agent_core.extras import require
+from agent_core.llms.base import ChatMessage, Usage
+from agent_core.store._pg_pool import ConnectionPool
+from agent_core.store._records import (
+    assemble_state,
+    messages_of,
+    output_record,
+    prompt_record,
+    setting_record,
+    task_record,
+)
+from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
+from agent_core.store.ledger import LedgerEntry
+from agent_core.types import StepSnapshot, TaskState, TaskStatus, TaskStep, utcnow
+
+__all__ = ["PostgresStore"]
+
+_LAYOUT_VERSION = 1
+"""The layout this code writes, kept in the schema's `layout` table."""
+
+_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+# `{s}` is the quoted schema. JSON is kept as text, as SQLite keeps it: the store writes what
+# pydantic wrote and reads it back unparsed by the database (and a damaged row stays readable
+# enough to list and delete). `seq` keeps insertion order, SQLite's rowid.
+_TABLES = [
+    """CREATE TABLE IF NOT EXISTS {s}.tasks (
+    task_id TEXT PRIMARY KEY,
+    seq BIGINT GENERATED ALWAYS AS IDENTITY,
+    version BIGINT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL,
+    input TEXT NOT NULL,
+    status TEXT NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL,
+    steps_completed INTEGER NOT NULL,
+    steps_upcoming INTEGER NOT NULL,
+    usage TEXT NOT NULL,
+    imported BOOLEAN NOT NULL,
+    thread_id TEXT NOT NULL,
+    task TEXT NOT NULL,
+    extra_state TEXT NOT NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS tasks_by_created ON {s}.tasks (created_at, seq)",
+    "CREATE TABLE IF NOT EXISTS {s}.messages (owner TEXT NOT NULL, idx INTEGER NOT NULL, "
+    "data TEXT NOT NULL, PRIMARY KEY (owner, idx))",
+    "CREATE TABLE IF NOT EXISTS {s}.steps (task_id TEXT NOT NULL, step_id TEXT NOT NULL, "
+    "seq BIGINT GENERATED ALWAYS AS IDENTITY, data TEXT NOT NULL, output TEXT, snapshot TEXT, "
+    "PRIMARY KEY (task_id, step_id))",
+    "CREATE TABLE IF NOT EXISTS {s}.prompts (task_id TEXT NOT NULL, step_id TEXT NOT NULL, "
+    "data TEXT NOT NULL, PRIMARY KEY (task_id, step_id))",
+    "CREATE TABLE IF NOT EXISTS {s}.settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {s}.task_ledger (key TEXT PRIMARY KEY, task_id TEXT NOT NULL, "
+    "created_at TIMESTAMPTZ NOT NULL, result TEXT, finished_at TIMESTAMPTZ)",
+    "CREATE INDEX IF NOT EXISTS task_ledger_by_created ON {s}.task_ledger (created_at)",
+    "CREATE INDEX IF NOT EXISTS task_ledger_by_finished ON {s}.task_ledger (finished_at) "
+    "WHERE finished_at IS NOT NULL",
+    "CREATE TABLE IF NOT EXISTS {s}.layout (version INTEGER NOT NULL)",
+]
+
+_CREATE_TASK = (
+    "INSERT INTO {s}.tasks (task_id, version, created_at, input, status, updated_at, "
+    "steps_completed, steps_upcoming, usage, imported, thread_id, task, extra_state) "
+    "VALUES (%s, %s, %s, %s, '', %s, 0, 0, '', false, '', '', '') ON CONFLICT DO NOTHING"
+)
+_UPDATE_TASK = (
+    "UPDATE {s}.tasks SET version = %s, status = %s, updated_at = %s, steps_completed = %s, "
+    "steps_upcoming = %s, usage = %s, imported = %s, thread_id = %s, task = %s, "
+    "extra_state = %s WHERE task_id = %s AND version = %s"
+)
+_MOVE_VERSION = "UPDATE {s}.tasks SET version = %s WHERE task_id = %s AND version = %s"
+
+# A step, its output and its undo snapshot share one row, as on SQLite: a NULL output or
+# snapshot keeps the stored one; an empty snapshot drops it (undo).
+_UPSERT_STEP = (
+    "INSERT INTO {s}.steps AS old (task_id, step_id, data, output, snapshot) "
+    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (task_id, step_id) DO UPDATE SET "
+    "data = excluded.data, output = COALESCE(excluded.output, old.output), "
+    "snapshot = CASE WHEN excluded.snapshot = '' THEN NULL "
+    "ELSE COALESCE(excluded.snapshot, old.snapshot) END"
+)
+_UPSERT_PROMPT = (
+    "INSERT INTO {s}.prompts (task_id, step_id, data) VALUES (%s, %s, %s) "
+    "ON CONFLICT (task_id, step_id) DO UPDATE SET data = excluded.data"
+)
+
+# One statement reads the whole task, so it sees one snapshot of the database (no commit can
+# land between the task row and its steps), in one round trip.
+_LOAD_TASK = (
+    "SELECT t.input, t.task, t.extra_state, t.version, "
+    "ARRAY(SELECT data FROM {s}.messages WHERE owner = t.task_id ORDER BY idx), "
+    "s.ids, s.data, s.outputs, s.snapshots FROM {s}.tasks t LEFT JOIN LATERAL ("
+    "SELECT array_agg(step_id ORDER BY seq) ids, array_agg(data ORDER BY seq) data, "
+    "array_agg(output ORDER BY seq) outputs, array_agg(snapshot ORDER BY seq) snapshots "
+    "FROM {s}.steps WHERE task_id = t.task_id) s ON true WHERE t.task_id = %s"
+)
+_LIST_TASKS = (
+    "SELECT task_id, input, status, created_at, updated_at, steps_completed, steps_upcoming, "
+    "usage, imported, thread_id FROM {s}.tasks ORDER BY created_at DESC, seq DESC"
+)
+_DELETE_TASK = (
+    "WITH s AS (DELETE FROM {s}.steps WHERE task_id = %(id)s), "
+    "p AS (DELETE FROM {s}.prompts WHERE task_id = %(id)s), "
+    "m AS (DELETE FROM {s}.messages WHERE owner = %(id)s) "
+    "DELETE FROM {s}.tasks WHERE task_id = %(id)s"
+)
+
+# Conversations share the messages table with tasks, as on SQLite.
+_CONVERSATION_PREFIX = "conversation:"
+
+_DISK_FULL = "53"
+"""SQLSTATE class 53: insufficient resources (a full disk, out of memory)."""
+
+
+def _psycopg() -> Any:
+    require("postgres", feature="PostgresStore")
+    import psycopg
+
+    return psycopg
+
+
+def _lock_key(name: str) -> int:
+    """A stable 64-bit advisory-lock key for `name` (Python's hash() changes per process)."""
+    digest = hashlib.blake2b(name.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _masked(url: str) -> str:
+    """The URL (or libpq key=value string) without its password, for messages and repr."""
+    url = re.sub(r"://([^:/@]*):[^@/]*@", r"://\1:***@", url)
+    return re.sub(r"(password\s*=\s*)('[^']*'|\S+)", r"\1***", url)
+
+
+class PostgresStore:
+    """Tasks in a PostgreSQL database; safe to share between threads, processes and machines.
+
+    Args:
+        url: The database, as libpq takes it (`postgresql://user:pass@host:5432/db`).
+        schema: The schema the store's tables live in; created on first use, with its tables
+            (under an advisory lock, so processes starting together do not race).
+        max_connections: The most connections this store opens at once (its pool's size).
+        timeout: Seconds to wait to connect, or for a free connection.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str = "stepwise",
+        max_connections: int = 8,
+        timeout: float = 10.0,
+    ) -> None:
+        self._pg = _psycopg()
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise ValueError(
+                f"schema must be a plain SQL name (letters, digits, _; at most 63), not {schema!r}"
+            )
+        self.url = url
+        self.schema = schema
+        self.where = f"{_masked(url)} (schema {schema})"
+        quoted = f'"{schema}"'
+        self._sql = {
+            name: text.replace("{s}", quoted)
+            for name, text in globals().items()
+            if name.startswith("_") and name.isupper() and isinstance(text, str) and "{s}" in text
+        }
+        self._timeout = timeout
+        self._pool = ConnectionPool(
+            self._connect, max_size=max_connections, timeout=timeout, where=self.where
+        )
+        self._create_schema()
+
+    def _q(self, name: str) -> str:
+        return self._sql[name]
+
+    def _connect(self) -> Any:
+        try:
+            # UTC: timestamps come back as the runtime writes them (utcnow()).
+            return self._pg.connect(
+                self.url,
+                autocommit=True,
+                connect_timeout=max(int(self._timeout), 1),
+                options="-c TimeZone=UTC",
+            )
+        except self._pg.Error as exc:
+            raise StoreError(
+                f"cannot connect to the PostgreSQL store at {_masked(self.url)}: {exc}",
+                hint="check the URL, that the server runs and accepts this user",
+            ) from exc
+
+    def _create_schema(self) -> None:
+        """Create the schema and its tables, unless they are there (one process at a time)."""
+        try:
+            with self._pool.connection() as conn:
+                if self._layout(conn) >= _LAYOUT_VERSION:
+                    return
+                with conn.transaction():
+                    conn.execute(
+                        "SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"stepwise:{self.schema}"),)
+                    )
+                    found = conn.execute(
+                        "SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)
+                    ).fetchone()
+                    if found is None:  # IF NOT EXISTS still needs the right to create one.
+                        conn.execute(f'CREATE SCHEMA "{self.schema}"')
+                    for statement in _TABLES:
+                        conn.execute(statement.replace("{s}", f'"{self.schema}"'))
+                    conn.execute(f'DELETE FROM "{self.schema}".layout')
+                    conn.execute(
+                        f'INSERT INTO "{self.schema}".layout VALUES (%s)', (_LAYOUT_VERSION,)
+                    )
+        except self._pg.Error as exc:
+            raise StoreError(f"cannot create the store's tables in {self.where}: {exc}") from exc
+
+    def _layout(self, conn: Any) -> int:
+        table = f'"{self.schema}".layout'
+        (found,) = conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()
+        if found is None:
+            return 0
+        row = conn.execute(f"SELECT max(version) FROM {table}").fetchone()
+        return row[0] or 0
+
+    @contextmanager
+    def _transaction(self, what: str, task_id: str = "") -> Iterator[Any]:
+        """A pooled connection in one transaction; a database failure is a `StoreError`."""
+        with self._pool.connection() as conn:
+            try:
+                with conn.transaction():
+                    yield conn
+            except self._pg.Error as exc:
+                raise StoreError(_cannot(what, self.where, exc), task_id=task_id) from exc
+
+    @contextmanager
+    def _reading(self, what: str) -> Iterator[Any]:
+        with self._pool.connection() as conn:
+            try:
+                yield conn
+            except self._pg.Error as exc:
+                raise StoreError(f"cannot read {what} from {self.where}: {exc}") from exc
+
+    # -- tasks
+
+    def commit(self, change: TaskChange) -> None:
+        """Write `change` in one transaction, if the task is still at `change.base_version`."""
+        task_id = change.state.task_id
+        with self._transaction(f"write task {task_id} to", task_id) as conn:
+            if not self._write_task_row(conn, change):
+                raise self._conflict(conn, task_id, change.base_version)
+            self._write_rows(conn, change)
+            if change.ledger_key is not None:
+                self._write_ledger_entry(conn, change.ledger_key, task_id)
+
+    def _conflict(self, conn: Any, task_id: str, expected: int | None) -> ConflictError:
+        row = conn.execute(self._q("_TASK_VERSION"), (task_id,)).fetchone()
+        version = row[0] if row else None
+        return ConflictError(
+            f"task {task_id} was changed by another runner (version "
+            f"{version}, expected {expected}); reload it and try again",
+            task_id=task_id,
+            code="task_changed",
+            params={"version": version, "expected": expected},
+        )
+
+    def _write_task_row(self, conn: Any, change: TaskChange) -> bool:
+        """Insert or compare-and-update the task row; False when the version moved on."""
+        state, task = change.state, change.state.task
+        base = change.base_version
+        if base is None:
+            created = conn.execute(
+                self._q("_CREATE_TASK"),
+                (task.task_id, state.version, task.created_at, task.input, task.updated_at),
+            )
+            if created.rowcount != 1:
+                return False
+            base = state.version
+        elif not change.task_row:  # Only the version moves (a step was claimed).
+            cursor = conn.execute(self._q("_MOVE_VERSION"), (state.version, task.task_id, base))
+            return cursor.rowcount == 1
+        cursor = conn.execute(
+            self._q("_UPDATE_TASK"),
+            (
+                state.version,
+                task.status.value,
+                task.updated_at,
+                len(state.completed),
+                len(state.queue),
+                task.usage.model_dump_json(),
+                task.imported,
+                task.thread_id,
+                task_record(state),
+                state.extra_state_json,
+                task.task_id,
+                base,
+            ),
+        )
+        return cursor.rowcount == 1
+
+    def _write_rows(self, conn: Any, change: TaskChange) -> None:
+        task_id = change.state.task_id
+        outputs = {o.task_step.step_id: output_record(o) for o in change.outputs}
+        snapshots = {s.step_id: s.model_dump_json() for s in change.snapshots}
+        snapshots.update((step_id, "") for step_id in change.dropped_snapshots)
+        cursor = conn.cursor()
+        rows = [
+            (
+                task_id,
+                s.step_id,
+                s.model_dump_json(),
+                outputs.get(s.step_id),
+                snapshots.get(s.step_id),
+            )
+            for s in change.steps
+        ]
+        if rows:
+            cursor.executemany(self._q("_UPSERT_STEP"), rows)
+        written = {s.step_id for s in change.steps}
+        for column, values in (("output", outputs), ("snapshot", snapshots)):
+            rest = [
+                (value or None, task_id, step_id)
+                for step_id, value in values.items()
+                if step_id not in written
+            ]
+            if rest:
+                cursor.executemany(
+                    f'UPDATE "{self.schema}".steps SET {column} = %s '
+                    "WHERE task_id = %s AND step_id = %s",
+                    rest,
+                )
+        prompts = [
+            (task_id, o.task_step.step_id, prompt)
+            for o in change.outputs
+            if (prompt := prompt_record(o)) is not None
+        ]
+        if prompts:
+            cursor.executemany(self._q("_UPSERT_PROMPT"), prompts)
+        if change.dropped_steps:
+            dropped = [(task_id, i) for i in change.dropped_steps]
+            cursor.executemany(self._q("_DROP_STEP"), dropped)
+            cursor.executemany(self._q("_DROP_PROMPT"), dropped)
+        if change.memory is not None:
+            self._write_messages(cursor, task_id, change.memory)
+
+    def _write_messages(self, cursor: Any, owner: str, write: MemoryWrite) -> None:
+        if write.truncate:
+            cursor.execute(self._q("_TRUNCATE_MESSAGES"), (owner, write.keep))
+        if write.append:
+            cursor.executemany(
+                self._q("_APPEND_MESSAGE"),
+                [
+                    (owner, write.keep + i, message.model_dump_json())
+                    for i, message in enumerate(write.append)
+                ],
+            )
+
+    def load_task(self, task_id: str) -> TaskState | None:
+        """The stored task, rebuilt from its rows (one statement: one consistent read)."""
+        with self._reading(f"task {task_id}") as conn:
+            row = conn.execute(self._q("_LOAD_TASK"), (task_id,)).fetchone()
+        if row is None:
+            return None
+        try:
+            return _assemble(row)
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            # A damaged row (bad JSON, an unknown status): say which task, and leave the
+            # others usable. pydantic's ValidationError is a ValueError.
+            raise StoreError(
+                f"task {task_id} is damaged in {self.where} and cannot be read "
+                f"({type(exc).__name__}: {str(exc)[:300]})",
+                hint="delete_task() still removes it; the other tasks are not affected",
+                task_id=task_id,
+            ) from exc
+
+    def load_messages_sent(self, task_id: str, step_id: str) -> list[ChatMessage]:
+        """The messages the step sent to its model ([] when none are stored)."""
+        with self._reading(f"the prompt of step {step_id}") as conn:
+            row = conn.execute(self._q("_LOAD_PROMPT"), (task_id, step_id)).fetchone()
+        return messages_of(row[0]) if row else []
+
+    def task_version(self, task_id: str) -> int | None:
+        """The task's current version, or None."""
+        with self._reading(f"task {task_id}") as conn:
+            row = conn.execute(self._q("_TASK_VERSION"), (task_id,)).fetchone()
+        return row[0] if row else None
+
+    def list_tasks(self) -> list[TaskSummary]:
+        """Every task, newest first."""
+        with self._reading("the task list") as conn:
+            rows = conn.execute(self._q("_LIST_TASKS")).fetchall()
+        return [_summary(row) for row in rows]
+
+    def delete_task(self, task_id: str) -> bool:
+        """Remove a task and all its rows (one statement); False when there was none."""
+        with self._transaction(f"delete task {task_id} from", task_id) as conn:
+            deleted = conn.execute(self._q("_DELETE_TASK"), {"id": task_id}).rowcount
+        return deleted > 0
+
+    def load_conversation(self, conversation_id: str) -> list[ChatMessage]:
+        """The shared conversation's messages."""
+        with self._reading(f"conversation {conversation_id}") as conn:
+            rows = conn.execute(
+                self._q("_READ_MESSAGES"), (_CONVERSATION_PREFIX + conversation_id,)
+            ).fetchall()
+        return [ChatMessage.model_validate_json(data) for (data,) in rows]
+
+    def write_conversation(self, conversation_id: str, write: MemoryWrite) -> None:
+        """Apply `write` to the shared conversation, in one transaction.
+
+        Writers of one conversation take turns (an advisory lock), as SQLite's write lock
+        makes them: two appends at one index never collide.
+        """
+        owner = _CONVERSATION_PREFIX + conversation_id
+        with self._transaction(f"write conversation {conversation_id} to") as conn:
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"stepwise:{self.schema}:{owner}"),)
+            )
+            self._write_messages(conn.cursor(), owner, write)
+
+    # -- settings (SettingsStore)
+
+    def get_setting(self, name: str) -> Any | None:
+        """The JSON value saved under `name`, or None when there is none."""
+        with self._reading(f"the setting {name!r}") as conn:
+            row = conn.execute(self._q("_GET_SETTING"), (name,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def put_setting(self, name: str, value: Any) -> None:
+        """Save `value` (plain JSON data) under `name`, in one transaction; None removes it."""
+        data = None if value is None else setting_record(name, value)
+        with self._transaction(f"save the setting {name!r} to") as conn:
+            if data is None:
+                conn.execute(self._q("_DELETE_SETTING"), (name,))
+            else:
+                conn.execute(self._q("_PUT_SETTING"), (name, data))
+
+    # -- the task ledger (agent_core.store.ledger)
+
+    def _write_ledger_entry(self, conn: Any, key: str, task_id: str) -> None:
+        """Record `key` -> `task_id` in the transaction that creates the task."""
+        added = conn.execute(self._q("_ADD_LEDGER_ENTRY"), (key, task_id, utcnow())).rowcount
+        if added != 1:
+            row = conn.execute(self._q("_LEDGER_HOLDER"), (key,)).fetchone()
+            held = row[0] if row else "another task"
+            raise ConflictError(
+                f"the ledger key {key!r} already names task {held}, so task {task_id} was not "
+                "created; read the entry (ledger_entry) and carry on with that task",
+                task_id=held if row else "",
+            )
+
+    def ledger_entry(self, key: str) -> LedgerEntry | None:
+        """The entry recorded under `key`, or None when there is none."""
+        with self._reading(f"ledger entry {key!r}") as conn:
+            row = conn.execute(self._q("_LEDGER_ENTRY"), (key,)).fetchone()
+        return None if row is None else LedgerEntry(*row)
+
+    def finish_ledger_entry(self, key: str, result: str) -> None:
+        """Record the result of the task under `key`, in one transaction."""
+        with self._transaction(f"record ledger entry {key!r} in") as conn:
+            conn.execute(self._q("_FINISH_LEDGER_ENTRY"), (result, utcnow(), key))
+
+    def trim_ledger(self, *, finished_before: datetime, keep_at_most: int) -> int:
+        """Drop the entries finished before `finished_before`, then the oldest past a count."""
+        with self._transaction("trim the task ledger in") as conn:
+            finished = conn.execute(self._q("_TRIM_FINISHED"), (finished_before,)).rowcount
+            over = conn.execute(self._q("_TRIM_OLDEST"), (max(keep_at_most, 0),)).rowcount
+        return finished + over
+
+    def close(self) -> None:
+        """Close the store's connections."""
+        self._pool.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({_masked(self.url)!r}, schema={self.schema!r})"
+
+
+_TASK_VERSION = "SELECT version FROM {s}.tasks WHERE task_id = %s"
+_DROP_STEP = "DELETE FROM {s}.steps WHERE task_id = %s AND step_id = %s"
+_DROP_PROMPT = "DELETE FROM {s}.prompts WHERE task_id = %s AND step_id = %s"
+_LOAD_PROMPT = "SELECT data FROM {s}.prompts WHERE task_id = %s AND step_id = %s"
+_TRUNCATE_MESSAGES = "DELETE FROM {s}.messages WHERE owner = %s AND idx >= %s"
+_APPEND_MESSAGE = "INSERT INTO {s}.messages (owner, idx, data) VALUES (%s, %s, %s)"
+_READ_MESSAGES = "SELECT data FROM {s}.messages WHERE owner = %s ORDER BY idx"
+_GET_SETTING = "SELECT value FROM {s}.settings WHERE name = %s"
+_DELETE_SETTING = "DELETE FROM {s}.settings WHERE name = %s"
+_PUT_SETTING = (
+    "INSERT INTO {s}.settings (name, value) VALUES (%s, %s) "
+    "ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+)
+_ADD_LEDGER_ENTRY = (
+    "INSERT INTO {s}.task_ledger (key, task_id, created_at) VALUES (%s, %s, %s) "
+    "ON CONFLICT DO NOTHING"
+)
+_LEDGER_HOLDER = "SELECT task_id FROM {s}.task_ledger WHERE key = %s"
+_LEDGER_ENTRY = (
+    "SELECT key, task_id, created_at, result, finished_at FROM {s}.task_ledger WHERE key = %s"
+)
+_FINISH_LEDGER_ENTRY = "UPDATE {s}.task_ledger SET result = %s, finished_at = %s WHERE key = %s"
+_TRIM_FINISHED = "DELETE FROM {s}.task_ledger WHERE finished_at < %s"
+_TRIM_OLDEST = (
+    "DELETE FROM {s}.task_ledger WHERE key IN (SELECT key FROM {s}.task_ledger "
+    "ORDER BY created_at DESC, key OFFSET %s)"
+)
+
+
+def _assemble(row: tuple[Any, ...]) -> TaskState:
+    """The task from `_LOAD_TASK`'s row: its task row, messages and steps' arrays."""
+    ids, data, outputs, snapshots = (value or [] for value in row[5:9])
+    return assemble_state(
+        task_input=row[0],
+        task_json=row[1],
+        extra_state_json=row[2],
+        version=row[3],
+        messages=[ChatMessage.model_validate_json(message) for message in row[4]],
+        steps=[TaskStep.model_validate_json(step) for step in data],
+        outputs=[(sid, output) for sid, output in zip(ids, outputs, strict=True) if output],
+        snapshots=[StepSnapshot.model_validate_json(snap) for snap in snapshots if snap],
+    )
+
+
+def _cannot(what: str, where: str, exc: Exception) -> str:
+    """Why a write failed, saying so plainly when the server is out of space."""
+    if (getattr(exc, "sqlstate", None) or "").startswith(_DISK_FULL):
+        return (
+            f"cannot {what} {where}: the database server is out of space or memory ({exc}); "
+            "nothing of this change was written and what was stored before is intact. Free "
+            "some space and try again"
+        )
+    return f"cannot {what} {where}: {exc}"
+
+
+def _summary(row: tuple[Any, ...]) -> TaskSummary:
+    """A task's list line, also for a damaged row (listed as failed, saying why)."""
+    try:
+        return TaskSummary(
+            task_id=row[0],
+            input=row[1],
+            status=TaskStatus(row[2]),
+            created_at=row[3],
+            updated_at=row[4],
+            steps_completed=row[5],
+            steps_upcoming=row[6],
+            usage=Usage.model_validate_json(row[7]),
+            imported=row[8],
+            thread_id=row[9] or row[0],
+        )
+    except (ValueError, TypeError) as exc:
+        moment = datetime.fromtimestamp(0, UTC)
+        return TaskSummary(
+            task_id=str(row[0]),
+            input=str(row[1]),
+            status=TaskStatus.FAILED,
+            created_at=moment,
+            updated_at=moment,
+            steps_completed=0,
+            steps_upcoming=0,
+            usage=Usage(),
+            damaged=f"{type(exc).__name__}: {str(exc)[:200]}",
+        )
