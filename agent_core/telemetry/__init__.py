@@ -12,8 +12,13 @@ as `http://localhost:6006` for Phoenix, read once when the runtime first needs i
 
 Prompt text, model output, tool arguments, tool output and error messages stay out of the
 spans unless asked for, with `capture_content=True` or `STEPWISE_OTLP_CAPTURE_CONTENT=1`.
-No API key ever reaches a span: attributes are taken from an allow-list of fields, and a
-model's base URL is exported without its user, password and query.
+No API key ever reaches a span: attributes are taken from an allow-list of fields, a
+model's base URL is exported without its user, password and query, and every text a span
+exports (an error's status and exception event, a captured prompt or tool output) has the
+credentials of the URLs it quotes scrubbed (`agent_core.redaction`).
+
+With an endpoint, the exit waits for the last spans 1 s at most (`export.SHUTDOWN_TIMEOUT_S`):
+a collector that is down or never answers does not hold a script; what it did not take is lost.
 
 The span tree (see `agent_core.telemetry.spans`): one trace per task, whose id is the task
 id, with the task's AGENT root, its steps' CHAIN spans (`step 3 · tool add`), under each step

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from openinference.semconv.trace import ImageAttributes as IA
 from openinference.semconv.trace import MessageAttributes as MA
@@ -27,6 +26,7 @@ from openinference.semconv.trace import ToolCallAttributes as TCA
 from agent_core.effects import current_step
 from agent_core.llms.catalog import provider_of
 from agent_core.llms.content import ImagePart
+from agent_core.redaction import safe_url
 from agent_core.telemetry import session
 from agent_core.types import StepKind, StepStatus
 
@@ -44,7 +44,6 @@ __all__ = [
     "chat_response",
     "delegated_agent",
     "error_attributes",
-    "safe_url",
     "step_end",
     "step_fields",
     "step_label",
@@ -371,18 +370,6 @@ def text_value(key: str, value: Any) -> dict[str, Any]:
     if isinstance(value, Mapping | list | tuple):
         return {key: json.dumps(value, default=str), mime_key: Mime.JSON.value}
     return {key: str(value), mime_key: Mime.TEXT.value}
-
-
-def safe_url(url: str) -> str:
-    """`url` without user, password, query or fragment: where credentials hide in a URL."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        return "[unparsable URL]"
-    host = f"[{host}]" if ":" in host else host
-    return urlunsplit((parts.scheme, f"{host}{port}", parts.path.rstrip("/"), "", ""))
 
 
 def _message(prefix: str, message: ChatMessage) -> dict[str, Any]:

@@ -56,6 +56,7 @@ from opentelemetry.trace import (
     TracerProvider,
 )
 
+from agent_core.telemetry import scrubbed
 from agent_core.telemetry.attributes import (
     chat_request,
     chat_response,
@@ -70,6 +71,7 @@ from agent_core.telemetry.attributes import (
     tool_request,
     tool_result,
 )
+from agent_core.telemetry.export import SHUTDOWN_TIMEOUT_S, OtlpExport
 from agent_core.types import StepKind, StepStatus
 
 if TYPE_CHECKING:
@@ -81,7 +83,6 @@ __all__ = [
     "Tracing",
     "capture_from_environment",
     "root_ids",
-    "traces_url",
 ]
 
 CAPTURE_ENV = "STEPWISE_OTLP_CAPTURE_CONTENT"
@@ -97,17 +98,6 @@ _HEX_ID = re.compile(r"[0-9a-f]{32}")
 def capture_from_environment() -> bool:
     """Whether `STEPWISE_OTLP_CAPTURE_CONTENT` asks for prompts and outputs in spans."""
     return os.environ.get(CAPTURE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
-
-
-def traces_url(endpoint: str) -> str:
-    """The OTLP/HTTP traces URL for `endpoint`: `/v1/traces` is added unless it is there."""
-    url = endpoint.strip().rstrip("/")
-    if not url.startswith(("http://", "https://")):
-        raise ValueError(
-            f"an OTLP endpoint must be an http:// or https:// URL, got {endpoint!r} "
-            "(e.g. http://localhost:6006 for Phoenix)"
-        )
-    return url if url.endswith("/v1/traces") else f"{url}/v1/traces"
 
 
 def root_ids(task_id: str) -> tuple[int, int]:
@@ -171,13 +161,14 @@ class Tracing:
         provider: TracerProvider,
         *,
         capture_content: bool,
-        owns_provider: bool = False,
+        export: OtlpExport | None = None,
     ) -> None:
         self.provider = provider
         self.tracer: Tracer = provider.get_tracer(_TRACER_NAME)
         self._ids = _choose_ids(self.tracer)
         self.capture = capture_content
-        self._owns_provider = owns_provider
+        self._export = export
+        """The provider made here for an endpoint, shut down on close; None: the caller's."""
         self._roots: OrderedDict[str, SpanContext] = OrderedDict()
         self._steps: OrderedDict[str, SpanContext] = OrderedDict()
         """The last span of each step run here, for the spans that undo or re-run it."""
@@ -191,17 +182,9 @@ class Tracing:
     @classmethod
     def for_endpoint(cls, endpoint: str, *, capture_content: bool | None = None) -> Tracing:
         """Tracing that batches spans to an OTLP/HTTP collector (Phoenix, Langfuse, ...)."""
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-        from opentelemetry.sdk.trace import TracerProvider as SDKTracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-        name = os.environ.get("OTEL_SERVICE_NAME", "stepwise")
-        provider = SDKTracerProvider(resource=Resource.create({SERVICE_NAME: name}))
-        # Headers (a Langfuse key pair, say) come from OTEL_EXPORTER_OTLP_HEADERS, never code.
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(traces_url(endpoint))))
+        export = OtlpExport.to(endpoint)
         capture = capture_from_environment() if capture_content is None else capture_content
-        return cls(provider, capture_content=capture, owns_provider=True)
+        return cls(export.provider, capture_content=capture, export=export)
 
     # ------------------------------------------------------------------------ the hooks
 
@@ -238,7 +221,7 @@ class Tracing:
                 with self._guard:
                     self._remember(self._steps, step.step_id, span.get_span_context())
             span.update_name(step_span_name(step, step.number, rerun=rerun, output=output))
-            span.set_attributes(step_end(step, output, capture=self.capture))
+            span.set_attributes(scrubbed.attributes(step_end(step, output, capture=self.capture)))
             span.set_status(Status(StatusCode.OK))
             return output
 
@@ -272,7 +255,7 @@ class Tracing:
             except BaseException as exc:
                 self._error(span, exc)
                 raise
-            span.set_attributes(chat_response(response, capture=self.capture))
+            span.set_attributes(scrubbed.attributes(chat_response(response, capture=self.capture)))
             span.set_status(Status(StatusCode.OK))
             return response
 
@@ -291,10 +274,10 @@ class Tracing:
             except BaseException as exc:
                 self._error(span, exc)
                 raise
-            span.set_attributes(tool_result(result, capture=self.capture))
+            span.set_attributes(scrubbed.attributes(tool_result(result, capture=self.capture)))
             if result.is_error:
                 why = result.content if self.capture else "the tool returned an error"
-                span.set_status(Status(StatusCode.ERROR, why[:500]))
+                span.set_status(Status(StatusCode.ERROR, scrubbed.error_description(why)))
             else:
                 span.set_status(Status(StatusCode.OK))
             return result
@@ -400,7 +383,7 @@ class Tracing:
             "stepwise.event": name,
         }
         span = self.tracer.start_span(
-            name.replace("_", " "), context=_under(root), attributes=attributes
+            name.replace("_", " "), context=_under(root), attributes=scrubbed.attributes(attributes)
         )
         if state.task.status.value == "completed":
             span.set_status(Status(StatusCode.OK))
@@ -418,7 +401,7 @@ class Tracing:
     ) -> None:
         """A span for a moment (an undo, a skip, a person's message): started and ended now."""
         span = self.tracer.start_span(
-            name, context=_under(root), attributes=attributes, links=links
+            name, context=_under(root), attributes=scrubbed.attributes(attributes), links=links
         )
         span.set_status(Status(StatusCode.OK))
         span.end()
@@ -426,15 +409,20 @@ class Tracing:
     # ---------------------------------------------------------------------- life cycle
 
     def close(self) -> None:
-        """Forget the tasks and flush (or shut down a provider made here); at exit too."""
+        """Forget the tasks and flush (or shut down a provider made here); at exit too.
+
+        A provider made here waits SHUTDOWN_TIMEOUT_S at most: a collector that is down or
+        silent must not hold a script's exit.
+        """
         atexit.unregister(self.close)
         with self._guard:
             self._roots.clear()
+        if self._export is not None:
+            self._export.shutdown()
+            return
         flush = getattr(self.provider, "force_flush", None)
-        if self._owns_provider:
-            self.provider.shutdown()  # type: ignore[attr-defined]
-        elif flush is not None:
-            flush()
+        if flush is not None:
+            flush(int(SHUTDOWN_TIMEOUT_S * 1000))
 
     # ------------------------------------------------------------------------- helpers
 
@@ -446,11 +434,11 @@ class Tracing:
         context: Any = None,
         links: list[Link] | None = None,
     ) -> Any:
-        # Errors are recorded by hand: an exception message may quote the model.
+        # Errors are recorded by hand: a message may quote the model, or a key in a URL.
         return self.tracer.start_as_current_span(
             name,
             context=context,
-            attributes=attributes,
+            attributes=scrubbed.attributes(attributes),
             links=links,
             record_exception=False,
             set_status_on_exception=False,
@@ -462,9 +450,9 @@ class Tracing:
             return  # A stop or an interrupt, not a failure of the work.
         span.set_attributes(error_attributes(exc))
         description = str(exc) if self.capture else type(exc).__name__
-        span.set_status(Status(StatusCode.ERROR, description[:500]))
+        span.set_status(Status(StatusCode.ERROR, scrubbed.error_description(description)))
         if self.capture:
-            span.record_exception(exc)
+            span.record_exception(exc, attributes=scrubbed.exception_event(exc))
 
     def _task_root(self, state: TaskState, runner: Any) -> SpanContext:
         """The context of the task's root span, sent now if this process has not sent it."""
@@ -481,6 +469,7 @@ class Tracing:
         attributes, name = task_start(
             state, runner, capture=self.capture, within=within.step if within else None
         )
+        attributes = scrubbed.attributes(attributes)
         start = int(state.task.created_at.timestamp() * 1_000_000_000)
         if within is not None:  # A sub-agent's task: part of the step that runs it.
             parent = trace.set_span_in_context(within.span)
