@@ -290,7 +290,13 @@ class PostgresStore:
         if base is None:
             created = conn.execute(
                 self._q("_CREATE_TASK"),
-                (task.task_id, state.version, task.created_at, task.input, task.updated_at),
+                (
+                    task.task_id,
+                    state.version,
+                    task.created_at,
+                    _text(task.input),
+                    task.updated_at,
+                ),
             )
             if created.rowcount != 1:
                 return False
@@ -472,12 +478,16 @@ class PostgresStore:
         """The entry recorded under `key`, or None when there is none."""
         with self._reading(f"ledger entry {key!r}") as conn:
             row = conn.execute(self._q("_LEDGER_ENTRY"), (key,)).fetchone()
-        return None if row is None else LedgerEntry(*row)
+        if row is None:
+            return None
+        key, task_id, created_at, result, finished_at = row
+        result = None if result is None else json.loads(result)
+        return LedgerEntry(key, task_id, created_at, result, finished_at)
 
     def finish_ledger_entry(self, key: str, result: str) -> None:
         """Record the result of the task under `key`, in one transaction."""
         with self._transaction(f"record ledger entry {key!r} in") as conn:
-            conn.execute(self._q("_FINISH_LEDGER_ENTRY"), (result, utcnow(), key))
+            conn.execute(self._q("_FINISH_LEDGER_ENTRY"), (_text(result), utcnow(), key))
 
     def trim_ledger(self, *, finished_before: datetime, keep_at_most: int) -> int:
         """Drop the entries finished before `finished_before`, then the oldest past a count."""
@@ -523,11 +533,16 @@ _TRIM_OLDEST = (
 )
 
 
+def _text(value: str) -> str:
+    """Free text (a task's input, a result) as a JSON string: PostgreSQL's text holds no NUL."""
+    return json.dumps(value, ensure_ascii=False)
+
+
 def _assemble(row: tuple[Any, ...]) -> TaskState:
     """The task from `_LOAD_TASK`'s row: its task row, messages and steps' arrays."""
     ids, data, outputs, snapshots = (value or [] for value in row[5:9])
     return assemble_state(
-        task_input=row[0],
+        task_input=json.loads(row[0]),
         task_json=row[1],
         extra_state_json=row[2],
         version=row[3],
@@ -554,7 +569,7 @@ def _summary(row: tuple[Any, ...]) -> TaskSummary:
     try:
         return TaskSummary(
             task_id=row[0],
-            input=row[1],
+            input=json.loads(row[1]),
             status=TaskStatus(row[2]),
             created_at=row[3],
             updated_at=row[4],

@@ -1,0 +1,49 @@
+"""The store conformance suite (`agent_core.store.testing`) on every store Stepwise ships."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent_core.store.testing import (
+    InMemoryHarness,
+    PostgresHarness,
+    SQLiteHarness,
+    StoreConformance,
+    StoreHarness,
+)
+from tests._postgres_server import (  # noqa: F401 (fixtures, until the root conftest loads them)
+    postgres_schema,
+    postgres_server,
+    postgres_url,
+)
+
+
+class TestSQLiteStore(StoreConformance):
+    @pytest.fixture
+    def store_harness(self, tmp_path: Path) -> Iterator[StoreHarness]:
+        harness = SQLiteHarness(tmp_path / "x.db")
+        yield harness
+        harness.close()
+
+
+class TestInMemoryStore(StoreConformance):
+    @pytest.fixture
+    def store_harness(self) -> Iterator[StoreHarness]:
+        harness = InMemoryHarness()
+        yield harness
+        harness.close()
+
+
+class TestPostgresStore(StoreConformance):
+    @pytest.fixture
+    def store_harness(
+        self,
+        postgres_url: str,  # noqa: F811
+        postgres_schema: str,  # noqa: F811
+    ) -> Iterator[StoreHarness]:
+        harness = PostgresHarness(postgres_url, postgres_schema)
+        yield harness
+        harness.close()
