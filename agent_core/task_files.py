@@ -77,12 +77,14 @@ def workspace_folder(task: Task) -> Path | None:
     """The folder `task`'s tools write to, or None when the task records no agent spec.
 
     The folder may not exist yet (no tool wrote a file). A task id that could not name a
-    folder gives None too.
+    folder gives None too. An imported task's spec never chooses the root (a trace is another
+    machine's, or anyone's): its folder is under the configured one.
     """
     spec = task.spec
     if spec is None or not _SAFE_ID.match(task.task_id):
         return None
-    root = spec.get("workspace") or os.environ.get(_WORKSPACES_ENV, "workspaces")
+    chosen = None if task.imported else spec.get("workspace")
+    root = chosen or os.environ.get(_WORKSPACES_ENV, "workspaces")
     return Path(str(root)).expanduser().resolve() / task.task_id
 
 

@@ -10,6 +10,9 @@ importing a task that is still in the store, never overwrites anything), it keep
 status, and it is marked `imported`: the runner refuses to run, undo or edit any step of it,
 since running a queued tool call or reverting a recorded file write from a stranger's trace
 would touch this machine.
+Nor does a trace choose where the copy's files live: the spec's `workspace` is dropped on
+import, so the task's folder is under this machine's workspaces root, never a path the trace
+names.
 """
 
 from __future__ import annotations
@@ -88,6 +91,10 @@ def import_trace(text: str | bytes, store: Store, *, as_new: bool = True) -> str
     task_id = new_id() if as_new else _free_task_id(state.task_id, store)
     imported, _ = renamed_copy(state, task_id)
     imported.task.imported = True
+    if imported.task.spec is not None:
+        # A trace never chooses a folder on this machine: the task's workspace is under the
+        # configured root (STEPWISE_WORKSPACES), as for any task that names none.
+        imported.task.spec = {k: v for k, v in imported.task.spec.items() if k != "workspace"}
     store.commit(new_task_change(imported))
     return task_id
 

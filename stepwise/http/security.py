@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -17,10 +20,20 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from stepwise.http.errors import error_body
 from stepwise.http.settings import TOKEN_ENV
 
-__all__ = ["OPEN_PATHS", "GateMiddleware"]
+__all__ = ["OPEN_PATHS", "GateMiddleware", "RouteLimit"]
 
 OPEN_PATHS = frozenset({"/health"})
 """Routes answered without a token (a load balancer's health check)."""
+
+
+@dataclass(frozen=True)
+class RouteLimit:
+    """A body limit of their own for the routes whose path matches `path` (an upload's)."""
+
+    path: re.Pattern[str]
+    max_bytes: int
+    hint: str
+    """What a 413 from these routes advises."""
 
 
 class _BodyTooLarge(StarletteHTTPException):
@@ -58,12 +71,23 @@ class _ResponseWatch:
 
 
 class GateMiddleware:
-    """Refuse requests without the token (401) and bodies over `max_body_bytes` (413)."""
+    """Refuse requests without the token (401) and bodies over `max_body_bytes` (413).
 
-    def __init__(self, app: ASGIApp, *, token: str | None, max_body_bytes: int) -> None:
+    A route in `route_limits` has its limit instead (an upload takes files of its own size).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str | None,
+        max_body_bytes: int,
+        route_limits: Sequence[RouteLimit] = (),
+    ) -> None:
         self.app = app
         self._token = token.encode() if token else None
         self._max = max_body_bytes
+        self._routes = tuple(route_limits)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # noqa: D102
         if scope["type"] != "http":
@@ -74,24 +98,32 @@ class GateMiddleware:
                 await _reply(send, 401, "unauthorized", _NO_TOKEN, _HINT)
                 return
         declared = _content_length(scope)
-        if declared is not None and declared > self._max:
-            await _reply(send, 413, "body_too_large", self._too_large(declared), _SHORTEN)
+        limit, hint = self._limit_of(scope["path"])
+        if declared is not None and declared > limit:
+            await _reply(send, 413, "body_too_large", _too_large(declared, limit), hint)
             return
         response = _ResponseWatch(send)
         try:
-            await self.app(scope, _CountedReceive(receive, self._max), response)
+            await self.app(scope, _CountedReceive(receive, limit), response)
         except _BodyTooLarge:
             if not response.started:  # A body with no declared length: refused as it grows.
-                await _reply(send, 413, "body_too_large", self._too_large(None), _SHORTEN)
+                await _reply(send, 413, "body_too_large", _too_large(None, limit), hint)
 
     def _authorized(self, scope: Scope) -> bool:
         assert self._token is not None
         header = dict(scope.get("headers") or []).get(b"authorization", b"")
         return bearer_matches(header, self._token)
 
-    def _too_large(self, size: int | None) -> str:
-        what = f"{size:,} bytes" if size is not None else "over the limit"
-        return f"the request body is {what}; this server reads at most {self._max:,} bytes"
+    def _limit_of(self, path: str) -> tuple[int, str]:
+        for route in self._routes:
+            if route.path.fullmatch(path):
+                return route.max_bytes, route.hint
+        return self._max, _SHORTEN
+
+
+def _too_large(size: int | None, limit: int) -> str:
+    what = f"{size:,} bytes" if size is not None else "over the limit"
+    return f"the request body is {what}; this route reads at most {limit:,} bytes"
 
 
 def bearer_matches(header: bytes, token: bytes) -> bool:
@@ -104,7 +136,7 @@ def bearer_matches(header: bytes, token: bytes) -> bool:
 
 _NO_TOKEN = "this server requires a token: send the header `Authorization: Bearer <token>`"
 _HINT = f"the token is the value of {TOKEN_ENV} on the server"
-_SHORTEN = "send less: condense the message history, or upload large files as artifacts"
+_SHORTEN = "send less in one request: condense a long message history, split large content"
 
 
 def _content_length(scope: Scope) -> int | None:

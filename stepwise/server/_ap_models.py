@@ -76,7 +76,10 @@ class Step(BaseModel):
     task_id: str
     step_id: str
     name: str | None = Field(default=None, description="What the step does, in a few words.")
-    status: Literal["created", "running", "completed"]
+    status: Literal["created", "running", "completed"] = Field(
+        description="`created`: it may run (upcoming, failed, or interrupted: its process "
+        "died mid-step); `running`: a run holds it now; `completed`: done (or undone, skipped)."
+    )
     input: str | None = None
     additional_input: dict[str, Any] | None = None
     output: str | None = None

@@ -5,6 +5,8 @@ one. Listings show the live branch: completed steps in order, then upcoming ones
 or skipped step is still readable by id. Status: upcoming and failed steps (which can run
 again) are `created`, a running one `running`, the rest `completed`; Stepwise's own status,
 kind, number, branch, proposed input, usage, tool calls and error are in `additional_output`.
+A step whose run died with its process (killed mid-step) is `created` too, and its Stepwise
+status `interrupted`, as the app shows it: it runs again, and nothing runs it now.
 An artifact is a file in the task's workspace; its id is its path, URL-safe base64.
 """
 
@@ -15,8 +17,9 @@ import binascii
 import json
 import math
 import mimetypes
+import re
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 from fastapi import APIRouter, File, Form, Query, UploadFile
@@ -24,10 +27,12 @@ from fastapi.responses import Response
 
 from agent_core import confined
 from agent_core.dag import describe_step
-from agent_core.errors import UserError
+from agent_core.errors import TaskNotActiveError, UserError
+from agent_core.runtime.claims import claim_is_stale
 from agent_core.task_files import TaskFile, list_files, workspace_folder
 from agent_core.types import StepStatus, TaskState, TaskStep
 from stepwise.http.errors import ApiError
+from stepwise.http.security import RouteLimit
 from stepwise.server._ap_models import (
     Artifact,
     ArtifactList,
@@ -41,12 +46,21 @@ from stepwise.server._ap_models import (
 )
 from stepwise.server.runtime import Runtime
 
-__all__ = ["router", "step_of", "task_of"]
+__all__ = ["MAX_ARTIFACT_BYTES", "UPLOAD_LIMIT", "router", "step_of", "task_of"]
 
 router = APIRouter(prefix="/ap/v1/agent", tags=["agent protocol"])
 
 MAX_ARTIFACT_BYTES = 50_000_000
-_STATUS = {
+"""The largest file an upload takes, and (with the form's own bytes) the upload's body limit."""
+_FORM_BYTES = 64 * 1024  # The multipart envelope around the file: boundaries, headers, path.
+_UPLOAD_HINT = f"upload a smaller file: artifacts are at most {MAX_ARTIFACT_BYTES:,} bytes"
+UPLOAD_LIMIT = RouteLimit(
+    path=re.compile(r"/ap/v1/agent/tasks/[^/]+/artifacts"),
+    max_bytes=MAX_ARTIFACT_BYTES + _FORM_BYTES,
+    hint=_UPLOAD_HINT,
+)
+"""The upload route's body limit, for the server's gate (every other route reads 1 MB)."""
+_STATUS: dict[StepStatus, Literal["created", "running", "completed"]] = {
     StepStatus.UPCOMING: "created",
     StepStatus.FAILED: "created",
     StepStatus.RUNNING: "running",
@@ -158,7 +172,11 @@ def list_artifacts(
 
 
 @router.post(
-    "/tasks/{task_id}/artifacts", response_model=Artifact, summary="Upload a file to the task"
+    "/tasks/{task_id}/artifacts",
+    response_model=Artifact,
+    summary="Upload a file to the task",
+    description=f"A file of at most {MAX_ARTIFACT_BYTES:,} bytes into the task's workspace; "
+    "an imported task is read only (409 `task_not_active`).",
 )
 def upload_artifact(
     task_id: str,
@@ -168,11 +186,17 @@ def upload_artifact(
 ) -> Artifact:
     """Write a file into the task's workspace (confined to it, as the agent's file tools)."""
     state = runtime.reader().get_task_state(task_id)
+    _check_writable(state)
     folder = _folder(state)
     path = _safe_path(relative_path or file.filename or "")
     data = file.file.read(MAX_ARTIFACT_BYTES + 1)
     if len(data) > MAX_ARTIFACT_BYTES:
-        raise ApiError(413, "body_too_large", f"artifacts are at most {MAX_ARTIFACT_BYTES:,} bytes")
+        raise ApiError(
+            413,
+            "body_too_large",
+            f"the file is over {MAX_ARTIFACT_BYTES:,} bytes, the most an artifact may be",
+            hint=_UPLOAD_HINT,
+        )
     folder.mkdir(parents=True, exist_ok=True)
     try:
         with confined.update_file(folder, path, keep_limit=None) as update:
@@ -232,8 +256,9 @@ def step_of(state: TaskState, step: TaskStep) -> Step:
     """The protocol's view of a Stepwise step."""
     output = state.outputs.get(step.step_id)
     done = step.status is StepStatus.COMPLETED and output is not None
+    interrupted = _interrupted(step)
     extra: dict[str, Any] = {
-        "stepwise_status": step.status.value,
+        "stepwise_status": "interrupted" if interrupted else step.status.value,
         "kind": step.kind.value,
         "number": step.number,
         "branch_id": step.branch_id,
@@ -253,12 +278,23 @@ def step_of(state: TaskState, step: TaskStep) -> Step:
         task_id=state.task_id,
         step_id=step.step_id,
         name=describe_step(step, output if done else None),
-        status=_STATUS.get(step.status, "completed"),  # type: ignore[arg-type]
+        status=_ap_status(step, interrupted=interrupted),
         input=_text(step.input),
         output=_text(output.output) if output is not None else None,
         additional_output=extra,
         is_last=bool(done and output is not None and output.is_last),
     )
+
+
+def _ap_status(step: TaskStep, *, interrupted: bool) -> Literal["created", "running", "completed"]:
+    if interrupted:  # It runs again, as an upcoming or failed step does.
+        return "created"
+    return _STATUS.get(step.status, "completed")
+
+
+def _interrupted(step: TaskStep) -> bool:
+    """Stored as running, but its run is gone (its process died): how the app tells."""
+    return step.status is StepStatus.RUNNING and claim_is_stale(step.claimed_by, step.step_id)
 
 
 def _text(value: object) -> str | None:
@@ -310,6 +346,17 @@ def _safe_path(path: str) -> str:
             " '..', e.g. data/input.csv",
         )
     return "/".join(parts)
+
+
+def _check_writable(state: TaskState) -> None:
+    """Refuse an upload into an imported task: a read-only copy of someone's trace."""
+    if state.task.imported:
+        raise TaskNotActiveError(
+            f"task {state.task_id} is an imported copy, read only, so it takes no uploads",
+            hint="its files stay readable; POST /ap/v1/agent/tasks starts a task to upload to",
+            task_id=state.task_id,
+            params={"status": "imported", "action": "take uploads"},
+        )
 
 
 def _folder(state: TaskState) -> Path:

@@ -74,7 +74,12 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.runtime = runtime
-    app.add_middleware(GateMiddleware, token=settings.token, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        GateMiddleware,
+        token=settings.token,
+        max_body_bytes=settings.max_body_bytes,
+        route_limits=[agent_protocol.UPLOAD_LIMIT],  # One limit: an artifact's.
+    )
     # Added last, so it runs first: a foreign page is refused before the token is checked.
     app.add_middleware(BrowserGuard, allowed_hosts=settings.allowed_hosts, multipart_paths=_UPLOADS)
     install_error_handlers(app)
