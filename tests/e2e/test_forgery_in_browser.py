@@ -176,3 +176,22 @@ def test_a_rebinding_page_reads_no_task_and_calls_no_model(chromium_path, serve)
     assert "host_not_allowed" in answer
     assert (listed, executed) == (403, 403)
     assert '"model":null' in health.replace(" ", "")  # Up, but names no model to this page.
+
+
+def test_the_servers_own_page_still_approves_with_a_body_less_post(chromium_path, serve):
+    with httpx.Client(base_url=serve, timeout=30) as http:
+        task_id, step_id = _pending(http)
+        approve = f"/stepwise/v1/tasks/{task_id}/steps/{step_id}/approve"
+
+        playwright, browser = _browser(chromium_path)
+        try:
+            page = browser.new_page()
+            page.goto(f"{serve}/health")  # A page of the server's own origin, as /docs is.
+            status = page.evaluate(f"fetch('{approve}', {{method: 'POST'}}).then(r => r.status)")
+        finally:
+            browser.close()
+            playwright.stop()
+        steps = http.get(f"/stepwise/v1/tasks/{task_id}").json()["steps"]
+
+    assert status == 200
+    assert [s["output"] for s in steps if s["step_id"] == step_id] == ["363"]
