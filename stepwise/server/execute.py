@@ -14,7 +14,7 @@ from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agent_core.errors import AgentCoreError, LLMError, MissingKeyError
+from agent_core.errors import AgentCoreError
 from agent_core.execute import (
     AgentMessage,
     ExecuteDelta,
@@ -26,7 +26,8 @@ from agent_core.execute import (
 )
 from agent_core.llms.base import Usage
 from agent_core.llms.catalog import PROVIDERS
-from stepwise.http.errors import ApiError, error_body, runtime_error
+from stepwise.http.errors import error_body
+from stepwise.server._model_errors import stateless_error
 from stepwise.server.runtime import ModelUsed, Runtime
 from stepwise.server.settings import ServedProvider
 
@@ -114,22 +115,8 @@ async def execute_agent(body: ExecuteAgentRequest, runtime: Runtime) -> Any:
     try:
         result = await execute(body, llm, max_messages=max_messages, default_protocol=protocol)
     except AgentCoreError as exc:
-        raise _stateless_error(exc) from None
+        raise stateless_error(exc, provider=used.provider, model=used.name) from None
     return _response(result, used)
-
-
-def _stateless_error(exc: AgentCoreError) -> ApiError:
-    """`runtime_error`, with a hint for a stateless call: no task, so no task's route.
-
-    A model's failure keeps its own hint (what to do about this server's answer, whose text
-    is in the message); a missing key keeps the server's (set it in the environment).
-    """
-    error = runtime_error(exc)
-    if isinstance(exc, LLMError) and not isinstance(exc, MissingKeyError):
-        error.hint = exc.hint or "send the request again"
-    elif exc.remedy == "retry":
-        error.hint = "send the request again"
-    return error
 
 
 def _response(result: ExecuteResult, used: ModelUsed) -> ExecuteAgentResponse:
@@ -148,7 +135,7 @@ async def _events(
             else:
                 yield _sse("message", _response(item, used).model_dump(mode="json"))
     except AgentCoreError as exc:
-        error = _stateless_error(exc)
+        error = stateless_error(exc, provider=used.provider, model=used.name)
         yield _sse("error", error_body(error.code, error.message, error.hint, **error.extra))
 
 
