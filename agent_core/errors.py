@@ -127,6 +127,8 @@ ERROR_CODES: Mapping[str, str] = {
     "conversation_unchanged": "an edit of the conversation changed nothing",
     "conversation_not_editable": "the agent's framework keeps its conversation itself "
     "(`reason`), so Stepwise cannot continue or edit it",
+    "sandbox_launcher_killed": "run_python's launcher was killed by `signal` before the code "
+    "ended (most likely by the code itself); the code and every process it started were stopped",
 }
 """Every code an `AgentCoreError` carries, with what it means (its `params` in backticks).
 

@@ -1,8 +1,11 @@
-"""Where tasks live: `SQLiteStore` (durable, the app's default) and `InMemoryStore`.
+"""Where tasks live: `SQLiteStore` (durable, the app's default), `InMemoryStore`, `PostgresStore`.
 
-Both keep an app's settings too (`SettingsStore`), apart from the task `Store` protocol, and a
+`PostgresStore` is a team's shared database (the `postgres` extra), loaded when first named.
+All three keep an app's settings too (`SettingsStore`), apart from the task `Store` protocol, and a
 task ledger (`TaskLedger`: which task an outside request started).
 """
+
+from typing import Any
 
 from agent_core.store.base import MemoryWrite, SettingsStore, Store, TaskChange, TaskSummary
 from agent_core.store.ledger import LedgerEntry, TaskLedger
@@ -13,6 +16,7 @@ __all__ = [
     "InMemoryStore",
     "LedgerEntry",
     "MemoryWrite",
+    "PostgresStore",
     "SQLiteStore",
     "SettingsStore",
     "Store",
@@ -20,3 +24,11 @@ __all__ = [
     "TaskLedger",
     "TaskSummary",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PostgresStore":  # Its module and psycopg load only for those who use it.
+        from agent_core.store.postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -69,13 +69,20 @@ class ConnectionPool:
         return self._connect()
 
     def _give_back(self, conn: Any) -> None:
-        """Keep a connection that is idle and whole; close one a failure left mid-transaction."""
-        reusable = not (conn.closed or conn.broken) and conn.info.transaction_status == 0
+        """Keep a connection that is idle and whole; close one a failure left mid-transaction.
+
+        A broken one (the server restarted, the network dropped) closes the idle ones too:
+        they were opened to the same server and would fail the next callers one by one.
+        """
+        broken = conn.closed or conn.broken
+        reusable = not broken and conn.info.transaction_status == 0
         with self._guard:
             if reusable and not self._closed:
                 self._idle.append(conn)
                 return
-        conn.close()
+            stale, self._idle = (self._idle, []) if broken else ([], self._idle)
+        for each in (conn, *stale):
+            each.close()
 
     def close(self) -> None:
         """Close the idle connections; those lent out are closed when they come back."""

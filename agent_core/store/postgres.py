@@ -265,15 +265,25 @@ class PostgresStore:
     def commit(self, change: TaskChange) -> None:
         """Write `change` in one transaction, if the task is still at `change.base_version`."""
         task_id = change.state.task_id
-        with self._transaction(f"write task {task_id} to", task_id) as conn:
-            if not self._write_task_row(conn, change):
-                raise self._conflict(conn, task_id, change.base_version)
-            self._write_rows(conn, change)
-            if change.ledger_key is not None:
-                self._write_ledger_entry(conn, change.ledger_key, task_id)
+        with self._pool.connection() as conn:
+            try:
+                with conn.transaction():
+                    if not self._write_task_row(conn, change):
+                        raise self._conflict(conn, task_id, change.base_version)
+                    self._write_rows(conn, change)
+                    if change.ledger_key is not None:
+                        self._write_ledger_entry(conn, change.ledger_key, task_id)
+            except self._pg.IntegrityError:  # A row another runner wrote first, as on SQLite.
+                raise self._conflict(conn, task_id, change.base_version) from None
+            except self._pg.Error as exc:
+                what = f"write task {task_id} to"
+                raise StoreError(_cannot(what, self.where, exc), task_id=task_id) from exc
 
     def _conflict(self, conn: Any, task_id: str, expected: int | None) -> ConflictError:
-        row = conn.execute(self._q("_TASK_VERSION"), (task_id,)).fetchone()
+        try:
+            row = conn.execute(self._q("_TASK_VERSION"), (task_id,)).fetchone()
+        except self._pg.Error:  # The conflict is the news; its version is a detail.
+            row = None
         version = row[0] if row else None
         return ConflictError(
             f"task {task_id} was changed by another runner (version "
