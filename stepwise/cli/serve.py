@@ -35,6 +35,7 @@ def run_server(
     require("server", feature="stepwise serve")
     import uvicorn
 
+    from stepwise.http.listening import uvicorn_options
     from stepwise.http.settings import check_exposure
     from stepwise.server import ServerSettings, create_app
 
@@ -52,5 +53,12 @@ def run_server(
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=False)
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=port,
+        log_level="info",
+        access_log=False,
+        **uvicorn_options(),
+    )
     return 0

@@ -140,10 +140,17 @@ class ControlPlaneServer:
         """
         import uvicorn
 
+        from stepwise.http.listening import uvicorn_options
+
         check_exposure(self.host, self.token)
         consuming = await self.launch_local()
         config = uvicorn.Config(
-            self.app, host=self.host, port=self.port, log_level="warning", access_log=False
+            self.app,
+            host=self.host,
+            port=self.port,
+            log_level="warning",
+            access_log=False,
+            **uvicorn_options(),
         )
         server = uvicorn.Server(config)
         serving = asyncio.create_task(server.serve(), name="control plane API")
