@@ -6,8 +6,9 @@ its own, with an environment that carries none of the app's variables beyond PAT
 locale. So no key reaches the code's environment, nor its parent's: the launcher, not the
 app, is the process whose `/proc/<ppid>/environ` the code can read. The code has rlimits on
 address space, CPU time, file size, core dumps and, when not running as root, process count.
-The launcher is a child subreaper: when the code ends, times out, floods its output or the
-step is cancelled, it kills every process the code started, even one that left the session.
+When the code ends, times out, floods its output or the step is cancelled, every process it
+started is killed, even one that left the session or killed the launcher: `_containment`
+says how (a PID namespace where the machine allows one, else subreapers and a sweep).
 
 This bounds what well-meant code can do to the machine by accident. It is not a security
 boundary against hostile code: the code runs as the app's user, so it can read and write
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_core.errors import ToolError, UserError
+from agent_core.tools import _containment
 from agent_core.tools.base import FunctionTool
 from agent_core.tools.workspace import Workspace
 
@@ -38,7 +40,6 @@ __all__ = ["MAX_CODE_BYTES", "python_tool"]
 MAX_CODE_BYTES = 100_000
 """Longest program accepted (it is passed as a command-line argument, capped by the OS)."""
 
-_LAUNCHER = Path(__file__).with_name("_sandbox_launcher.py")
 _STOP_GRACE_S = 3.0  # The launcher's sweep takes milliseconds; past this, kill its group.
 _ENV_KEPT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 _CHUNK = 65_536
@@ -120,12 +121,26 @@ def _check_limits(limits: _Limits) -> None:
 
 async def _run(code: str, folder: Path, limits: _Limits) -> str:
     _check_code(code)
-    nproc = await asyncio.to_thread(_process_limit, limits.max_processes)
-    loop = asyncio.get_running_loop()
+    namespace = await asyncio.to_thread(_containment.pid_namespaces)
+    if namespace:
+        return await _launch(code, folder, limits, namespace=True)
+    # The code can kill its launcher here: its orphans must come to this process.
+    _containment.adopt()
     try:
+        return await _launch(code, folder, limits, namespace=False)
+    finally:
+        await asyncio.to_thread(_containment.release)
+
+
+async def _launch(code: str, folder: Path, limits: _Limits, *, namespace: bool) -> str:
+    nproc = await asyncio.to_thread(_process_limit, limits.max_processes, namespace)
+    loop = asyncio.get_running_loop()
+    report, status_fd = os.pipe()  # the launcher writes the code's status on it
+    try:
+        config = _launcher_config(limits, nproc, namespace, status_fd)
         transport, child = await loop.subprocess_exec(
             lambda: _Child(loop, limits),
-            *_launcher_command(limits, nproc),
+            *(sys.executable, "-I", "-S", str(_containment.LAUNCHER), json.dumps(config)),
             *(sys.executable, "-I", "-u", "-X", "utf8", "-c", code),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -133,11 +148,29 @@ async def _run(code: str, folder: Path, limits: _Limits) -> str:
             cwd=folder,
             env=_child_env(folder),
             start_new_session=True,  # its own session and process group
+            pass_fds=(status_fd,),
         )
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        os.close(report)
         raise ToolError(f"could not start Python: {exc}") from None
-    await child.finish(transport)
-    return _report(child, transport.get_returncode(), limits)
+    finally:
+        os.close(status_fd)
+    try:
+        await child.finish(transport)
+        reported = _read_report(report)
+    finally:
+        os.close(report)
+    return _report(child, reported, transport.get_returncode(), limits)
+
+
+def _read_report(fd: int) -> dict[str, object]:
+    """What the launcher reported before it exited: `status` or `error`; {} if nothing."""
+    os.set_blocking(fd, False)
+    try:
+        report = json.loads(os.read(fd, 4096) or b"{}")
+    except (OSError, ValueError):  # nothing written, or not the launcher's JSON
+        return {}
+    return report if isinstance(report, dict) else {}
 
 
 def _check_code(code: str) -> None:
@@ -173,25 +206,34 @@ def _child_env(folder: Path) -> dict[str, str]:
     return env
 
 
-def _launcher_command(limits: _Limits, nproc: int | None) -> list[str]:
-    """The launcher (`-S`: standard library only, quick) and the limits it applies."""
-    applied = {
+def _launcher_config(
+    limits: _Limits, nproc: int | None, namespace: bool, status_fd: int
+) -> dict[str, object]:
+    """What the launcher (`-S`: standard library only, quick) applies and how it holds the code."""
+    return {
         "memory_mb": limits.memory_mb,
         "cpu_s": math.ceil(limits.timeout) + 1,
         "max_file_mb": limits.max_file_mb,
         "nproc": nproc,
+        "mark": None if namespace else _containment.mark(),
+        "namespace": namespace,
+        "parent": os.getpid(),
+        "status_fd": status_fd,
     }
-    return [sys.executable, "-I", "-S", str(_LAUNCHER), json.dumps(applied)]
 
 
-def _process_limit(extra: int) -> int | None:
+def _process_limit(extra: int, namespace: bool = False) -> int | None:
     """RLIMIT_NPROC for the child: the user's running tasks plus `extra`; None if unknown.
 
     The kernel counts every process and thread of the user, not just the child's, so a fixed
-    number would be wrong. Root is not held to the limit, so none is set for root.
+    number would be wrong; in a user namespace of its own it counts those of the namespace
+    only (the launcher and the namespace's init, then the code's). Root is not held to the
+    limit, so none is set for root.
     """
     if os.geteuid() == 0:
         return None
+    if namespace:
+        return 2 + extra
     try:
         return _user_task_count(os.getuid()) + extra
     except (OSError, KeyError, ValueError):  # no /proc (not Linux), or an unexpected format
@@ -274,7 +316,7 @@ class _Child(asyncio.SubprocessProtocol):
 
     def stop(self) -> None:
         """SIGTERM the launcher: it kills the code and all it started, then exits."""
-        if self._pid is not None:
+        if self._pid is not None and not self._exited.done():  # else the pid may be reused
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(self._pid, signal.SIGTERM)
 
@@ -290,7 +332,7 @@ def _set_done(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-def _report(run: _Child, code: int | None, limits: _Limits) -> str:
+def _report(run: _Child, reported: dict[str, object], launcher: int | None, limits: _Limits) -> str:
     """The result text, or a ToolError when the run did not end on its own."""
     stdout = run.output[1].decode("utf-8", errors="replace")
     stderr = run.output[2].decode("utf-8", errors="replace")
@@ -305,6 +347,7 @@ def _report(run: _Child, code: int | None, limits: _Limits) -> str:
             f"the code printed more than {limits.max_output_chars:,} characters and was"
             f" stopped; print a summary instead, or write large results to a file.{shown}"
         )
+    code = _code_exit(reported, launcher, shown)
     if code and _last_line(stderr).startswith("MemoryError"):
         raise ToolError(
             f"the code ran out of memory: it may use {limits.memory_mb} MB. Use less memory"
@@ -313,6 +356,35 @@ def _report(run: _Child, code: int | None, limits: _Limits) -> str:
     if code is not None and code < 0:
         raise ToolError(f"{_signal_message(-code, limits)}{shown}")
     return f"exit code: {code}{shown or ' (no output; print what you want to see)'}"
+
+
+def _code_exit(reported: dict[str, object], launcher: int | None, shown: str) -> int:
+    """The code's exit code (negative: killed by that signal), as its launcher reported it."""
+    if "error" in reported:
+        raise ToolError(f"the sandbox could not hold the code ({reported['error']}); try again")
+    status = reported.get("status")
+    try:
+        return os.waitstatus_to_exitcode(status)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        pass
+    # No status: the launcher died before the code ended, and every process went with it.
+    if launcher is not None and launcher < 0:
+        number = -launcher
+        raise ToolError(
+            f"the code's launcher was killed ({_signal_name(number)}) before the code ended,"
+            " most likely by the code itself; the code was stopped with every process it"
+            f" started. Do not signal the code's parent process.{shown}",
+            code="sandbox_launcher_killed",
+            params={"signal": number},
+        )
+    raise ToolError(f"the sandbox's launcher failed (exit status {launcher}).{shown}")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"{signal.Signals(number).name}, signal {number}"
+    except ValueError:
+        return f"signal {number}"
 
 
 def _signal_message(number: int, limits: _Limits) -> str:
