@@ -7,6 +7,9 @@ The control plane's API has the same guard.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -232,6 +235,23 @@ def test_an_exposed_server_refuses_a_short_token_and_loopback_needs_none():
     check_exposure("0.0.0.0", "a-long-random-secret")
     check_exposure("127.0.0.1", None)
     check_exposure("localhost", "short")
+
+
+def test_serve_refuses_a_short_token_beyond_loopback_before_opening_anything(tmp_path):
+    env = {**os.environ, "STEPWISE_API_TOKEN": "hunter2", "STEPWISE_WORKSPACES": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "stepwise.cli", "serve", "--host", "0.0.0.0", "--port", "9"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 1
+    assert "7-character token" in done.stderr and "at least 16" in done.stderr
+    assert "hunter2" not in done.stderr
+    assert not (tmp_path / "stepwise.db").exists()
 
 
 def test_allowed_hosts_are_names_and_a_url_is_refused_with_the_variable():
