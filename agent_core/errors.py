@@ -127,6 +127,10 @@ ERROR_CODES: Mapping[str, str] = {
     "conversation_unchanged": "an edit of the conversation changed nothing",
     "conversation_not_editable": "the agent's framework keeps its conversation itself "
     "(`reason`), so Stepwise cannot continue or edit it",
+    "invalid_service_name": "a service name is empty, over `limit` characters (`size`), "
+    "reserved, or holds a character outside letters, digits, '_' and '-' (stepwise.services)",
+    "queue_unavailable": "the services' message queue (Redis) could not be reached, so nothing "
+    "was sent; a task being created is stored as failed (stepwise.services)",
     "sandbox_launcher_killed": "run_python's launcher was killed by `signal` before the code "
     "ended (most likely by the code itself); the code and every process it started were stopped",
 }

@@ -2,7 +2,8 @@
 
 `stepwise services up CONFIG` starts the control plane and each service (times its
 replicas) as its own process, on the Redis URL the file names, prints where each one is,
-and stops them all on Ctrl-C or SIGTERM. With `queue = "simple"` every part runs in this one
+restarts one that dies (with backoff; `services_supervise`), and stops them all on Ctrl-C or
+SIGTERM. With `queue = "simple"` every part runs in this one
 process instead (an in-process queue cannot cross processes). Processes on other machines
 join with their own file: the same Redis URL, `[control_plane] url = ...` pointing at the
 running control plane (so none is started there), and their own `[[services]]`.
@@ -27,9 +28,12 @@ from typing import Any
 
 import httpx
 
+from agent_core.errors import AgentCoreError
 from stepwise.cli.services_config import CONTROL_PLANE_PART, ServicesConfig, load_config
-from stepwise.http.settings import api_token
+from stepwise.cli.services_supervise import REFUSED, Part, supervise
+from stepwise.http.settings import api_token, check_exposure
 from stepwise.services import ServicesClient, ServicesError
+from stepwise.services.errors import QueueUnavailableError
 
 _STOP_WITHIN_S = 10.0
 
@@ -98,12 +102,27 @@ def print_status(url: str, *, token: str | None = None) -> int:
 # --------------------------------------------------------------------------- up
 
 
-def _parts(config: ServicesConfig) -> list[tuple[str, int]]:
-    """(part, replica) for each process to start."""
-    parts = [] if config.external_url else [(CONTROL_PLANE_PART, 1)]
+def _parts(config: ServicesConfig) -> list[Part]:
+    """Each process to start: the control plane (unless joining one), each replica."""
+    names = [] if config.external_url else [(CONTROL_PLANE_PART, 1)]
     for entry in config.services:
-        parts += [(entry.name, replica) for replica in range(1, entry.replicas + 1)]
-    return parts
+        names += [(entry.name, replica) for replica in range(1, entry.replicas + 1)]
+    command = [sys.executable, "-m", "stepwise.cli.services", str(config.path)]
+    return [
+        Part(
+            label=_label(config, part, replica),
+            start=lambda part=part: subprocess.Popen([*command, part], cwd=config.folder),
+            announce=lambda pid, part=part, replica=replica: _announce(config, part, replica, pid),
+        )
+        for part, replica in names
+    ]
+
+
+def _label(config: ServicesConfig, part: str, replica: int) -> str:
+    if part == CONTROL_PLANE_PART:
+        return "the control plane"
+    copies = config.service(part).replicas
+    return f"service {part}" + (f" replica {replica}/{copies}" if copies > 1 else "")
 
 
 def _announce(config: ServicesConfig, part: str, replica: int, pid: int) -> str:
@@ -115,6 +134,10 @@ def _announce(config: ServicesConfig, part: str, replica: int, pid: int) -> str:
 
 
 def _stop_all(children: Sequence[subprocess.Popen[bytes]]) -> None:
+    # Stopping is bounded (SIGKILL after _STOP_WITHIN_S): a second Ctrl-C or SIGTERM while
+    # it runs must not cut it short with a traceback and leave children behind.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
     for child in children:
         if child.poll() is None:
             child.send_signal(signal.SIGTERM)
@@ -139,38 +162,27 @@ def run_up(config: ServicesConfig) -> int:
     """Start every part of `config`, print where each is, and stop them all on a signal."""
     if config.in_process:
         return _run_in_process(config)
+    if not config.external_url:
+        check_exposure(config.host, config.token)  # Refused here, before any part starts.
     print(f"Stepwise services from {config.path}, queue {config.queue}", flush=True)
-    children: list[subprocess.Popen[bytes]] = []
-    previous = signal.signal(signal.SIGTERM, _raise_stop)
+    parts = _parts(config)
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGTERM, _raise_stop)
     try:
-        for part, replica in _parts(config):
-            command = [sys.executable, "-m", "stepwise.cli.services", str(config.path), part]
-            child = subprocess.Popen(command, cwd=config.folder)
-            children.append(child)
-            print(_announce(config, part, replica, child.pid), flush=True)
+        for part in parts:
+            part.launch()
+            assert part.process is not None
+            print(part.announce(part.process.pid), flush=True)
         print(f"Clients and the app's Services page: {config.control_plane_url}", flush=True)
-        print("Ctrl-C stops them all.", flush=True)
-        return _watch(children)
+        print("Ctrl-C stops them all; a part that dies is restarted.", flush=True)
+        return supervise(parts)
     except (KeyboardInterrupt, _Stop):
         print("Stopping every service…", flush=True)
         return 0
     finally:
-        _stop_all(children)
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _watch(children: Sequence[subprocess.Popen[bytes]]) -> int:
-    while True:
-        for child in children:
-            if child.poll() is not None:
-                print(
-                    f"stepwise services up: process {child.pid} ({child.args[-1]}) exited with "
-                    f"{child.returncode}; stopping the others (its error is above)",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                return 1
-        time.sleep(0.2)
+        _stop_all([part.process for part in parts if part.process is not None])
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _run_in_process(config: ServicesConfig) -> int:
@@ -203,7 +215,22 @@ def _serve(main: Any) -> int:
 
 
 def run_part(config_path: str, part: str) -> int:
-    """Run one part of the file in this process (the children `up` starts)."""
+    """Run one part of the file in this process (the children `up` starts).
+
+    A refusal (a `UserError` and the like: a bad setting, a token too short) is printed as
+    its message and hint and exits with `REFUSED`, which `up` does not restart.
+    """
+    try:
+        return _run_part(config_path, part)
+    except QueueUnavailableError as exc:  # Passing: restarted, with backoff.
+        print(f"stepwise services up: {part}: {exc}", file=sys.stderr, flush=True)
+        return 1
+    except AgentCoreError as exc:
+        print(f"stepwise services up: {part}: {exc}", file=sys.stderr, flush=True)
+        return REFUSED
+
+
+def _run_part(config_path: str, part: str) -> int:
     from stepwise.services.launchers import serve_control_plane, serve_service
 
     config = load_config(config_path)

@@ -3,7 +3,8 @@
     queue = "redis://127.0.0.1:6379/0"    # or "simple": everything in one process
     stream_prefix = "stepwise:"           # optional (Redis key prefix)
 
-    [control_plane]                       # host, port, db (SQLite; ":memory:" by default)
+    [control_plane]                       # host, port, db (SQLite; ":memory:" by default),
+                                          # hop_timeout (seconds; see ControlPlaneServer)
     port = 8100                           # or url = "http://..." to join one running elsewhere
 
     [orchestrator]
@@ -49,6 +50,8 @@ from stepwise.services import (
     ToolService,
 )
 from stepwise.services.demo import demo_router_llm
+from stepwise.services.errors import InvalidServiceNameError
+from stepwise.services.names import check_service_name
 from stepwise.services.orchestrators.base import BaseOrchestrator
 from stepwise.services.services.base import BaseService
 
@@ -85,6 +88,7 @@ class ServicesConfig:
     db: str
     external_url: str | None
     orchestrator: dict[str, Any]
+    hop_timeout: float = 120.0
     services: list[ServiceEntry] = field(default_factory=list)
 
     @property
@@ -129,6 +133,7 @@ class ServicesConfig:
             host=self.host,
             port=self.port,
             token=self.token,
+            hop_timeout=self.hop_timeout,
         )
 
     def build_service(self, entry: ServiceEntry, queue: BaseMessageQueue) -> BaseService:
@@ -180,7 +185,11 @@ def _require(table: dict[str, Any], key: str, where: str) -> Any:
 
 
 def _service_entry(table: dict[str, Any], where: str) -> ServiceEntry:
-    name = str(_require(table, "name", where))
+    name = _require(table, "name", where)
+    try:
+        check_service_name(name)
+    except InvalidServiceNameError as exc:
+        raise UserError(f"{where}: {exc.message}", hint=exc.hint) from None
     kind = str(table.get("kind", "agent"))
     if kind not in _KINDS:
         raise UserError(f"{where}: kind = {kind!r} is not one of {', '.join(_KINDS)}")
@@ -234,10 +243,13 @@ def load_config(path: str | Path) -> ServicesConfig:
     if len(set(names)) != len(names):
         raise UserError(f"{path}: each service needs its own name ({', '.join(names)})")
     plane = data.get("control_plane", {})
+    hop_timeout = plane.get("hop_timeout", 120.0)
+    if not isinstance(hop_timeout, int | float) or hop_timeout <= 0:
+        raise UserError(f"{path}: [control_plane] hop_timeout must be a positive number of seconds")
     return ServicesConfig(
         path=path, queue=queue, stream_prefix=str(data.get("stream_prefix", "stepwise:")),
         host=str(plane.get("host", "127.0.0.1")), port=int(plane.get("port", 8100)),
         db=str(plane.get("db", ":memory:")), external_url=plane.get("url"),
         orchestrator=_orchestrator_table(data.get("orchestrator", {}), names, path),
-        services=services,
+        services=services, hop_timeout=float(hop_timeout),
     )  # fmt: skip

@@ -12,6 +12,8 @@ __all__ = [
     "ControlPlaneError",
     "HopNotPendingError",
     "HumanRequestNotWaitingError",
+    "InvalidServiceNameError",
+    "QueueUnavailableError",
     "ServicesError",
     "TaskFailedError",
     "UnknownHopError",
@@ -67,6 +69,18 @@ class TaskFailedError(ServicesError):
     """A task ended without a result: a service failed for good, or a person rejected a hop."""
 
     default_code = "task_failed"
+
+
+class InvalidServiceNameError(ServicesError, ValueError):
+    """A service name is empty, too long, reserved, or not in the safe set (see `names`)."""
+
+    default_code = "invalid_service_name"
+
+
+class QueueUnavailableError(ServicesError, ConnectionError):
+    """The message queue could not be reached, so nothing was sent (try again later)."""
+
+    default_code = "queue_unavailable"
 
 
 class ControlPlaneError(ServicesError):

@@ -11,6 +11,7 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 __all__ = [
+    "TASK_LIST_TEXT_LIMIT",
     "HopRecord",
     "HopStatus",
     "HumanRequest",
@@ -20,6 +21,11 @@ __all__ = [
     "TaskRecord",
     "TaskStatus",
 ]
+
+
+TASK_LIST_TEXT_LIMIT = 2_000
+"""The most characters of a task's input, result and error a list of tasks carries: a list
+stays small whatever a queue message held (a 10 MB result is read whole from its task)."""
 
 
 class ServiceKind(StrEnum):
@@ -86,6 +92,11 @@ class TaskRecord(BaseModel):
     hop_count: int = 0
     created_at: float
     updated_at: float
+    truncated: bool = Field(
+        default=False,
+        description="A list cut `input`, `result` or `error` to `TASK_LIST_TEXT_LIMIT` "
+        "characters; GET /tasks/{task_id} has them whole.",
+    )
 
 
 class HopRecord(BaseModel):

@@ -14,19 +14,30 @@ a rejection ends the task with the person's reason (to redirect a task, edit the
 Handlers are idempotent: every change is conditional on the hop's stored state, and a
 message seen before only resends the hop in flight (with its original message id, which
 services deduplicate), which covers a crash between storing a hop and sending it.
+
+A hop never waits forever (`hop_watch`): one its service has no live consumer for, past
+`hop_timeout`, is sent again once and then fails its task with why; and when the queue lost
+its messages (Redis restarted empty), every running task's hop in flight is sent again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
 from agent_core.errors import AgentCoreError
 from stepwise.http.settings import check_exposure
 from stepwise.services._home import remember_home
+from stepwise.services.control_plane.hop_watch import HopWatch
 from stepwise.services.control_plane.state import ControlPlaneState
-from stepwise.services.errors import TaskFailedError, UnknownHopError, UnknownServiceError
+from stepwise.services.errors import (
+    QueueUnavailableError,
+    TaskFailedError,
+    UnknownHopError,
+    UnknownServiceError,
+)
 from stepwise.services.message_queues.base import (
     BaseMessageQueue,
     BaseMessageQueueConsumer,
@@ -40,6 +51,7 @@ from stepwise.services.messages import (
     TaskDefinition,
     TaskResult,
 )
+from stepwise.services.names import check_service_name, is_service_name
 from stepwise.services.orchestrators.base import BaseOrchestrator, FinalAnswer
 from stepwise.services.records import (
     HopRecord,
@@ -74,6 +86,12 @@ class ControlPlaneServer:
         token: When set, every route but `/health` requires `Authorization: Bearer <token>`;
             listening beyond loopback requires one (as `stepwise serve` does).
         max_body_bytes: Largest request body the API reads.
+        hop_timeout: Seconds a sent hop may wait while no live consumer of its service
+            holds or can take it (none started, or every replica died), before it is sent
+            again; after as long again its task fails with why. A hop a live service is
+            working on is never timed out, however long it runs.
+        create_timeout: Seconds creating a task waits for the queue; then the task is
+            stored as failed and `QueueUnavailableError` (503 over HTTP) says why.
     """
 
     def __init__(
@@ -86,7 +104,11 @@ class ControlPlaneServer:
         port: int = 8000,
         token: str | None = None,
         max_body_bytes: int = 1_000_000,
+        hop_timeout: float = 120.0,
+        create_timeout: float = 3.0,
     ) -> None:
+        if hop_timeout <= 0 or create_timeout <= 0:
+            raise ValueError("hop_timeout and create_timeout must be positive")
         self.message_queue = message_queue
         self.orchestrator = orchestrator
         self.state = ControlPlaneState(db)
@@ -94,6 +116,9 @@ class ControlPlaneServer:
         self.port = port
         self.token = token
         self.max_body_bytes = max_body_bytes
+        self.hop_timeout = hop_timeout
+        self.create_timeout = create_timeout
+        self.hop_watch = HopWatch(self)
         self._locks: dict[str, asyncio.Lock] = {}
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._app: FastAPI | None = None
@@ -123,11 +148,18 @@ class ControlPlaneServer:
         remember_home(self.message_queue)
         consumer = self.as_consumer()
         consume = await self.message_queue.register_consumer(consumer)
+        # Before any task is accepted: a Redis that restarted empty while this control plane
+        # was down gets the hops in flight again; and the queue's epoch is set from now on.
+        await self.hop_watch.check()
 
         async def run() -> None:
+            watching = asyncio.create_task(self.hop_watch.run(), name="control plane hop watch")
             try:
                 await consume()
             finally:
+                watching.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watching
                 await self.message_queue.deregister_consumer(consumer)
 
         return asyncio.create_task(run(), name="control plane")
@@ -157,8 +189,7 @@ class ControlPlaneServer:
         try:
             await asyncio.shield(serving)
         except asyncio.CancelledError:
-            server.should_exit = True  # Let uvicorn close its connections and lifespan.
-            await serving
+            await _let_uvicorn_stop(server, serving)
             raise
         finally:
             consuming.cancel()
@@ -169,7 +200,12 @@ class ControlPlaneServer:
     async def register_service(
         self, definition: ServiceDefinition, *, kind: ServiceKind = ServiceKind.AGENT
     ) -> ServiceRecord:
-        """Register (or update) a service; agent and human services receive hops."""
+        """Register (or update) a service; agent and human services receive hops.
+
+        Raises:
+            InvalidServiceNameError: The name is empty, too long, reserved or unsafe.
+        """
+        check_service_name(definition.service_name)
         return self.state.register_service(definition, kind)
 
     async def deregister_service(self, service_name: str) -> None:
@@ -186,19 +222,44 @@ class ControlPlaneServer:
     async def create_task(
         self, task: TaskDefinition | str, *, step_mode: bool = False
     ) -> TaskRecord:
-        """Track a new task and queue it (its first hop comes when the message is handled)."""
+        """Track a new task and queue it (its first hop comes when the message is handled).
+
+        Creation is one with its first publish: when the queue cannot take the message within
+        `create_timeout`, the task is stored as failed with why, never left running.
+
+        Raises:
+            QueueUnavailableError: The queue could not be reached (code `queue_unavailable`).
+        """
         if isinstance(task, str):
             task = TaskDefinition(input=task, step_mode=step_mode)
         self.state.add_task(task)
-        await self.message_queue.publish(
-            QueueMessage(
-                publisher_id="control_plane_api",
-                type=CONTROL_PLANE,
-                action=ActionTypes.NEW_TASK,
-                data=task.model_dump(mode="json"),
-            )
+        message = QueueMessage(
+            publisher_id="control_plane_api",
+            type=CONTROL_PLANE,
+            action=ActionTypes.NEW_TASK,
+            data=task.model_dump(mode="json"),
         )
+        try:
+            await asyncio.wait_for(self.message_queue.publish(message), self.create_timeout)
+        except (QueueUnavailableError, TimeoutError) as exc:
+            raise self._not_queued(task.task_id, exc) from exc
         return self.state.get_task(task.task_id)
+
+    def _not_queued(self, task_id: str, exc: BaseException) -> QueueUnavailableError:
+        """Fail a task whose NEW_TASK could not be published (a late publish finds it ended)."""
+        detail = exc.message if isinstance(exc, QueueUnavailableError) else "no answer"
+        error = (
+            f"the message queue could not be reached within {self.create_timeout:g} s, so the "
+            f"task was never queued ({detail})"
+        )
+        if self.state.fail_task(task_id, error):
+            self._wake(task_id)
+        return QueueUnavailableError(
+            f"the task was not created: {error}",
+            hint="start the message queue (redis-server) or fix its URL, then create the task "
+            "again",
+            task_id=task_id,
+        )
 
     async def wait_for_task(self, task_id: str, *, timeout: float | None = None) -> TaskRecord:  # noqa: ASYNC109
         """The task once it has ended (completed or failed).
@@ -261,7 +322,7 @@ class ControlPlaneServer:
             UnknownServiceError: `service_name` is not a registered agent or human service.
         """
         hop = self._hop_of(task_id, hop_id)
-        target = service_name or hop.proposed_service
+        target = hop.proposed_service if service_name is None else check_service_name(service_name)
         if target not in {service.service_name for service in self._task_takers()}:
             raise _unknown_service(target)
         return await self._release(hop, target, hop.proposed_input if input is None else input)
@@ -450,7 +511,9 @@ class ControlPlaneServer:
         )
 
     def _task_takers(self) -> list[ServiceRecord]:
-        return [s for s in self.state.list_services() if s.kind in _TAKES_TASKS]
+        # A name stored before names were checked ("", "../x") is never offered a hop.
+        services = self.state.list_services()
+        return [s for s in services if s.kind in _TAKES_TASKS and is_service_name(s.service_name)]
 
     def _fail(self, task_id: str, error: str) -> None:
         logger.warning("task %s failed: %s", task_id, error)
@@ -464,6 +527,19 @@ class ControlPlaneServer:
     def _wake(self, task_id: str) -> None:
         for waiter in self._waiters.get(task_id, []):
             waiter.get_loop().call_soon_threadsafe(_settle, waiter)
+
+
+async def _let_uvicorn_stop(server: Any, serving: asyncio.Task[None]) -> None:
+    """Let uvicorn close its connections and lifespan, whatever stop requests follow.
+
+    A Ctrl-C reaches this process twice (from the terminal and from `services up`): a second
+    cancellation landing in uvicorn's shutdown cut its lifespan short, which logged an ERROR
+    traceback on a normal stop. Later requests change nothing: uvicorn is stopping already.
+    """
+    server.should_exit = True
+    while not serving.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(serving)
 
 
 def _settle(waiter: asyncio.Future[None]) -> None:

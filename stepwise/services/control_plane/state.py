@@ -25,6 +25,7 @@ from stepwise.services.errors import (
 )
 from stepwise.services.messages import ServiceDefinition, TaskDefinition, new_id
 from stepwise.services.records import (
+    TASK_LIST_TEXT_LIMIT,
     HopRecord,
     HopStatus,
     HumanRequest,
@@ -61,6 +62,13 @@ CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (created_at);
 
 _TASK_COLUMNS = (
     "task_id, input, status, step_mode, session_id, result, error, created_at, updated_at, "
+    "(SELECT COUNT(*) FROM hops WHERE hops.task_id = tasks.task_id)"
+)
+# A list reads one character past the limit of each long text, to know it was cut.
+_TASK_LIST_COLUMNS = (
+    f"task_id, substr(input, 1, {TASK_LIST_TEXT_LIMIT + 1}), status, step_mode, session_id, "
+    f"substr(result, 1, {TASK_LIST_TEXT_LIMIT + 1}), "
+    f"substr(error, 1, {TASK_LIST_TEXT_LIMIT + 1}), created_at, updated_at, "
     "(SELECT COUNT(*) FROM hops WHERE hops.task_id = tasks.task_id)"
 )
 _HOP_COLUMNS = (
@@ -195,12 +203,13 @@ class ControlPlaneState:
         )
 
     def list_tasks(self, *, limit: int = 100, offset: int = 0) -> list[TaskRecord]:
-        """Tasks, newest first."""
+        """Tasks, newest first, each input, result and error cut to `TASK_LIST_TEXT_LIMIT`."""
         rows = self._rows(
-            f"SELECT {_TASK_COLUMNS} FROM tasks ORDER BY created_at DESC, task_id LIMIT ? OFFSET ?",
+            f"SELECT {_TASK_LIST_COLUMNS} FROM tasks ORDER BY created_at DESC, task_id "
+            "LIMIT ? OFFSET ?",
             (limit, offset),
         )
-        return [_task(row) for row in rows]
+        return [_cut(_task(row)) for row in rows]
 
     def orchestrator_state(self, task_id: str) -> dict[str, Any]:
         """What the orchestrator remembers about the task (its conversation, its position)."""
@@ -308,6 +317,29 @@ class ControlPlaneState:
             (task_id,),
         )
         return _hop(rows[0]) if rows else None
+
+    def sent_hops(self) -> list[HopRecord]:
+        """Hops sent to a service of tasks that are running (not waiting for a person)."""
+        rows = self._rows(
+            f"SELECT {_HOP_COLUMNS} FROM hops WHERE status = 'sent' AND task_id IN "
+            "(SELECT task_id FROM tasks WHERE status = 'running') ORDER BY updated_at"
+        )
+        return [_hop(row) for row in rows]
+
+    def running_task_ids(self) -> list[str]:
+        """The ids of the tasks that are running, oldest first."""
+        rows = self._rows("SELECT task_id FROM tasks WHERE status = 'running' ORDER BY created_at")
+        return [row[0] for row in rows]
+
+    def running_without_hop(self, *, before: float) -> list[str]:
+        """Running tasks unchanged since `before` with no hop in flight (never routed)."""
+        rows = self._rows(
+            "SELECT task_id FROM tasks WHERE status = 'running' AND updated_at < ? AND NOT "
+            "EXISTS (SELECT 1 FROM hops WHERE hops.task_id = tasks.task_id AND hops.status IN "
+            "('pending', 'sent')) ORDER BY created_at",
+            (before,),
+        )
+        return [row[0] for row in rows]
 
     def pending_hops(self) -> list[HopRecord]:
         """Every hop waiting for a person, oldest first."""
@@ -484,6 +516,14 @@ def _task(row: tuple[Any, ...]) -> TaskRecord:
         created_at=created,
         updated_at=updated,
     )
+
+
+def _cut(task: TaskRecord) -> TaskRecord:
+    """`task` with each text over the list limit cut, and `truncated` when one was."""
+    limit = TASK_LIST_TEXT_LIMIT
+    texts = {"input": task.input, "result": task.result, "error": task.error}
+    cut = {key: text[:limit] + "…" for key, text in texts.items() if text and len(text) > limit}
+    return task.model_copy(update={**cut, "truncated": True}) if cut else task
 
 
 def _hop(row: tuple[Any, ...]) -> HopRecord:

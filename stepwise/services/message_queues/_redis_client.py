@@ -21,7 +21,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from agent_core.errors import AgentCoreError
+from stepwise.services.errors import QueueUnavailableError
 
 __all__ = [
     "RETRYABLE_ERRORS",
@@ -47,7 +47,7 @@ RETRYABLE_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-class MessageQueueUnavailableError(AgentCoreError, ConnectionError):
+class MessageQueueUnavailableError(QueueUnavailableError):
     """The message broker could not be reached for longer than the queue waits."""
 
 
@@ -82,7 +82,8 @@ def new_client(settings: RedisStreamsSettings) -> aioredis.Redis:
         decode_responses=True,
         retry=Retry(NoBackoff(), 0),
         socket_timeout=socket_timeout,
-        socket_connect_timeout=5.0,
+        # Bounded by the publish timeout, so a refused or silent host fails a publish fast.
+        socket_connect_timeout=min(5.0, settings.publish_timeout),
     )
 
 

@@ -112,6 +112,13 @@ class StreamConsumer:
                 honour_swallowed_cancel()
                 try:
                     await self._step()
+                except ResponseError as exc:
+                    if "NOGROUP" not in str(exc):
+                        raise
+                    # Redis lost the group while a message was in hand (it restarted empty):
+                    # the acknowledgement has nothing to settle; make the group again.
+                    logger.warning("consumer %s: the group of %s is gone", self.name, self._stream)
+                    self._needs_group = True
                 except RETRYABLE_ERRORS as exc:
                     delay = backoff.next_delay()
                     logger.warning("consumer %s lost Redis (%s); retrying", self.name, exc)
@@ -235,6 +242,8 @@ class StreamConsumer:
                 owned = await self._reclaim_own(entry_id, "JUSTID")
             except RETRYABLE_ERRORS:
                 continue
+            except ResponseError:  # The group is gone (Redis lost its data): nothing to keep.
+                return
             if not owned:
                 logger.warning("consumer %s lost %s to another consumer", self.name, entry_id)
                 return

@@ -95,6 +95,22 @@ class BaseMessageQueue(ABC):
     async def dead_letters(self, message_type: str) -> list[DeadLetter]:
         """The dead letters of `message_type`, oldest first."""
 
+    async def has_live_consumer(self, message_type: str) -> bool:
+        """Whether a live consumer reads `message_type` (the control plane's hop watch asks).
+
+        True unless the queue knows otherwise: a queue that cannot tell never has its hops
+        timed out.
+        """
+        return True
+
+    async def lost_messages(self) -> bool:
+        """Whether the queue lost messages it had accepted since this was last asked.
+
+        The control plane's hop watch asks, and sends the hops in flight again when it did
+        (Redis restarted without persistence). False unless the queue can tell.
+        """
+        return False
+
     async def launch_local(self) -> asyncio.Task | None:
         """Start whatever the queue runs in this process; None when it needs nothing."""
         return None

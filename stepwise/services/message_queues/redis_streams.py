@@ -9,6 +9,10 @@ timeout, a dead-letter stream per type, and streams bounded by approximate trimm
 
 from __future__ import annotations
 
+import time
+
+from redis.exceptions import ResponseError
+
 from stepwise.services.message_queues._redis_client import (
     LoopClients,
     MessageQueueUnavailableError,
@@ -144,6 +148,40 @@ class RedisStreamsMessageQueue(BaseMessageQueue):
             what=f"read {stream}",
         )
         return [DeadLetter.model_validate_json(fields["dead_letter"]) for _, fields in entries]
+
+    async def has_live_consumer(self, message_type: str) -> bool:
+        """Whether a member of the type's group touched Redis within the visibility timeout.
+
+        A consumer reads every `block_ms` and renews the lease of the message it handles every
+        third of the visibility timeout, so one that has been silent for longer is dead (a
+        killed process stays listed in the group).
+        """
+        stream = self.settings.stream(message_type)
+        try:
+            consumers = await retry_until(
+                lambda: self._clients.get().xinfo_consumers(stream, message_type),
+                settings=self.settings,
+                what=f"list the consumers of {stream}",
+            )
+        except ResponseError:  # No such stream or group: nobody ever consumed it.
+            return False
+        fresh_ms = 1000 * max(self.settings.visibility_timeout, 2 * self.settings.block_ms / 1000)
+        return any(int(consumer["idle"]) < fresh_ms for consumer in consumers)
+
+    async def lost_messages(self) -> bool:
+        """Whether Redis lost its data since the last call (its epoch key is gone).
+
+        The key is set when missing, so a Redis that restarted empty says so once; so does a
+        Redis this queue never used, which is right for a control plane whose SQLite file
+        remembers hops Redis does not know.
+        """
+        key = f"{self.settings.stream_prefix}epoch"
+        created = await retry_until(
+            lambda: self._clients.get().set(key, str(time.time()), nx=True),
+            settings=self.settings,
+            what=f"read {key}",
+        )
+        return bool(created)
 
     async def close(self) -> None:
         """Close this event loop's client (consuming loops close their own when they end)."""

@@ -64,6 +64,10 @@ class SimpleMessageQueue(BaseMessageQueue):
         """Stop delivering to `consumer` after the message it is handling."""
         self._consumers.pop(consumer.id_, None)
 
+    async def has_live_consumer(self, message_type: str) -> bool:
+        """Whether a consumer of `message_type` is registered (in this process: alive)."""
+        return any(c.message_type == message_type for c in self._consumers.values())
+
     async def dead_letters(self, message_type: str) -> list[DeadLetter]:
         """The dead letters of `message_type`, oldest first."""
         return list(self._dead[message_type])

@@ -27,6 +27,7 @@ from stepwise.services.messages import (
     TaskDefinition,
     TaskResult,
 )
+from stepwise.services.names import check_service_name
 from stepwise.services.records import ServiceKind, ServiceRecord
 
 __all__ = ["REPLY_TO", "BaseService", "HopRequest"]
@@ -73,7 +74,7 @@ class BaseService(ABC):
         if num_workers < 1:
             raise ValueError("num_workers must be at least 1")
         self.message_queue = message_queue
-        self.service_name = service_name
+        self.service_name = check_service_name(service_name)
         self.description = description
         self.host = host
         self.port = port

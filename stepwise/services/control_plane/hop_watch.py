@@ -1,0 +1,145 @@
+"""`HopWatch`: no task waits forever on a hop nobody will answer.
+
+A sent hop waits on its service. Three things can leave it waiting for good: no process
+consumes that service (never started, or a name registered by hand), every replica of it
+died, or the queue lost the message (Redis restarted without persistence). The watch runs
+beside the control plane's consumer and, every `hop_timeout / 4` seconds (5 s at most):
+
+- asks the queue whether it lost its messages; if so, every running task is taken a hop
+  further at once: its hop in flight is sent again (with its original message id, which
+  services deduplicate: a hop that ran republishes its recorded result), and a task whose
+  NEW_TASK was lost gets its first hop;
+- for each sent hop older than `hop_timeout`, asks the queue whether a live consumer of its
+  service holds or can take it; if one does, the hop's clock starts again (a long hop is
+  never cut short); if none does, the hop is sent again once, and past `hop_timeout` again
+  its task fails with a reason that names the service and what to do.
+
+Hops of tasks waiting for a person (step mode, the human inbox) are not timed: they wait on
+a person, not a process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Protocol
+
+from stepwise.services.control_plane.state import ControlPlaneState
+from stepwise.services.errors import QueueUnavailableError
+from stepwise.services.message_queues.base import BaseMessageQueue
+from stepwise.services.records import HopRecord, HopStatus
+
+__all__ = ["HopWatch", "Router"]
+
+logger = logging.getLogger("stepwise.services.control_plane")
+
+_MAX_INTERVAL = 5.0
+
+
+class Router(Protocol):
+    """What the watch uses of the control plane (`ControlPlaneServer`), which owns it."""
+
+    message_queue: BaseMessageQueue
+    state: ControlPlaneState
+    hop_timeout: float
+
+    def _lock(self, task_id: str) -> asyncio.Lock: ...
+
+    async def _advance(self, task_id: str, *, resend: bool) -> None: ...
+
+    async def _dispatch(self, hop: HopRecord) -> None: ...
+
+    def _fail(self, task_id: str, error: str) -> None: ...
+
+
+class HopWatch:
+    """Sends again, or fails, hops no live consumer will answer (see the module docstring)."""
+
+    def __init__(self, server: Router) -> None:
+        self._server = server
+        self._deadlines: dict[str, float] = {}  # hop_id -> when it is next looked at
+        self._resent: set[str] = set()  # hops already sent again once
+
+    @property
+    def interval(self) -> float:
+        """Seconds between two checks."""
+        return min(self._server.hop_timeout / 4, _MAX_INTERVAL)
+
+    async def run(self) -> None:
+        """Check every `interval` seconds until cancelled."""
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                await self.check()
+            except QueueUnavailableError as exc:  # Redis is down: look again next time.
+                logger.warning("hop watch: %s", exc.message)
+            except Exception:  # A bug must not stop the watch for good.
+                logger.exception("hop watch: a check failed")
+
+    async def check(self) -> None:
+        """One pass: resend everything after a loss, then time out hops nobody holds."""
+        server = self._server
+        if await server.message_queue.lost_messages():
+            await self._resend_all()
+            return
+        now = time.time()
+        live = {hop.hop_id for hop in server.state.sent_hops()}
+        self._deadlines = {h: d for h, d in self._deadlines.items() if h in live}
+        self._resent &= live
+        for hop in server.state.sent_hops():
+            deadline = self._deadlines.setdefault(hop.hop_id, hop.updated_at + server.hop_timeout)
+            if now < deadline:
+                continue
+            if await server.message_queue.has_live_consumer(hop.service_name or ""):
+                self._deadlines[hop.hop_id] = now + server.hop_timeout
+            else:
+                await self._time_out(hop, now)
+        for task_id in server.state.running_without_hop(before=now - server.hop_timeout):
+            async with server._lock(task_id):  # Its NEW_TASK never arrived: route it now.
+                if server.state.open_hop(task_id) is None:
+                    await server._advance(task_id, resend=False)
+
+    async def _resend_all(self) -> None:
+        running = self._server.state.running_task_ids()
+        self._deadlines.clear()
+        if not running:
+            return  # A fresh Redis, or nothing was in flight.
+        logger.warning(
+            "the message queue lost its messages (Redis restarted without its data?): "
+            "sending the hop in flight of %d running task(s) again",
+            len(running),
+        )
+        for task_id in running:
+            await self._advance(task_id)
+
+    async def _advance(self, task_id: str) -> None:
+        server = self._server
+        async with server._lock(task_id):
+            await server._advance(task_id, resend=True)
+
+    async def _time_out(self, hop: HopRecord, now: float) -> None:
+        server = self._server
+        timeout = server.hop_timeout
+        async with server._lock(hop.task_id):
+            current = server.state.get_hop(hop.hop_id)
+            if current.status is not HopStatus.SENT:
+                return
+            if hop.hop_id not in self._resent:
+                logger.warning(
+                    "hop %d of task %s: no live consumer of service %r took it within %g s; "
+                    "sending it again",
+                    hop.seq, hop.task_id, hop.service_name, timeout,
+                )  # fmt: skip
+                self._resent.add(hop.hop_id)
+                self._deadlines[hop.hop_id] = now + timeout
+                await server._dispatch(current)
+                return
+            server._fail(
+                hop.task_id,
+                f"hop {hop.seq} to service {hop.service_name!r} timed out: no live process "
+                f"consumed it within {timeout:g} s, twice (it was sent again once): the "
+                "service is not running, or every replica of it died. Start it (stepwise "
+                "services up) and create the task again, or raise the control plane's "
+                "hop_timeout",
+            )
