@@ -55,8 +55,9 @@ def _binaries() -> Path:
 class PostgresServer:
     """A `postgres` process this test session owns, in a folder of its own."""
 
-    def __init__(self, bin_dir: Path, directory: Path, port: int) -> None:
+    def __init__(self, bin_dir: Path, directory: Path, port: int, *, durable: bool = False) -> None:
         self.bin_dir = bin_dir
+        self.durable = durable  # PostgreSQL's own durability settings (fsync on): to measure.
         self.dir = directory
         self.port = port
         self.data = directory / "data"
@@ -89,15 +90,14 @@ class PostgresServer:
 
     def start(self) -> None:
         """Start the server and wait until it accepts connections."""
+        fast = ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
         options = " ".join(
             [
                 f"-p {self.port}",
                 "-c listen_addresses=127.0.0.1",
                 f"-c unix_socket_directories={self.dir}",
-                "-c fsync=off",
-                "-c synchronous_commit=off",
-                "-c full_page_writes=off",
                 "-c max_connections=200",
+                *([] if self.durable else fast),
             ]
         )
         self._run(

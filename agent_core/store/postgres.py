@@ -263,16 +263,26 @@ class PostgresStore:
     # -- tasks
 
     def commit(self, change: TaskChange) -> None:
-        """Write `change` in one transaction, if the task is still at `change.base_version`."""
+        """Write `change` in one transaction, if the task is still at `change.base_version`.
+
+        Every statement is sent at once (libpq's pipeline): one round trip to the server for
+        the whole change instead of one per statement. The version check's count is read
+        before COMMIT, so a moved-on task rolls everything back.
+        """
         task_id = change.state.task_id
         with self._pool.connection() as conn:
             try:
-                with conn.transaction():
-                    if not self._write_task_row(conn, change):
-                        raise self._conflict(conn, task_id, change.base_version)
+                with conn.pipeline() as pipeline, conn.transaction():
+                    checks = self._write_task_row(conn, change)
                     self._write_rows(conn, change)
+                    entry = None
                     if change.ledger_key is not None:
-                        self._write_ledger_entry(conn, change.ledger_key, task_id)
+                        entry = self._write_ledger_entry(conn, change.ledger_key, task_id)
+                    pipeline.sync()
+                    if any(cursor.rowcount != 1 for cursor in checks):
+                        raise self._conflict(conn, task_id, change.base_version)
+                    if entry is not None and entry.rowcount != 1:
+                        raise self._ledger_conflict(conn, change.ledger_key or "", task_id)
             except self._pg.IntegrityError:  # A row another runner wrote first, as on SQLite.
                 raise self._conflict(conn, task_id, change.base_version) from None
             except self._pg.Error as exc:
@@ -293,27 +303,21 @@ class PostgresStore:
             params={"version": version, "expected": expected},
         )
 
-    def _write_task_row(self, conn: Any, change: TaskChange) -> bool:
-        """Insert or compare-and-update the task row; False when the version moved on."""
+    def _write_task_row(self, conn: Any, change: TaskChange) -> list[Any]:
+        """Insert or compare-and-update the task row.
+
+        Returns the cursors that must each have touched one row: fewer means the task's
+        version moved on (or, creating it, that it exists).
+        """
         state, task = change.state, change.state.task
         base = change.base_version
+        checks = []
         if base is None:
-            created = conn.execute(
-                self._q("_CREATE_TASK"),
-                (
-                    task.task_id,
-                    state.version,
-                    task.created_at,
-                    _text(task.input),
-                    task.updated_at,
-                ),
-            )
-            if created.rowcount != 1:
-                return False
+            created = (task.task_id, state.version, task.created_at, _text(task.input))
+            checks.append(conn.execute(self._q("_CREATE_TASK"), (*created, task.updated_at)))
             base = state.version
         elif not change.task_row:  # Only the version moves (a step was claimed).
-            cursor = conn.execute(self._q("_MOVE_VERSION"), (state.version, task.task_id, base))
-            return cursor.rowcount == 1
+            return [conn.execute(self._q("_MOVE_VERSION"), (state.version, task.task_id, base))]
         cursor = conn.execute(
             self._q("_UPDATE_TASK"),
             (
@@ -331,7 +335,7 @@ class PostgresStore:
                 base,
             ),
         )
-        return cursor.rowcount == 1
+        return [*checks, cursor]
 
     def _write_rows(self, conn: Any, change: TaskChange) -> None:
         task_id = change.state.task_id
@@ -472,17 +476,18 @@ class PostgresStore:
 
     # -- the task ledger (agent_core.store.ledger)
 
-    def _write_ledger_entry(self, conn: Any, key: str, task_id: str) -> None:
-        """Record `key` -> `task_id` in the transaction that creates the task."""
-        added = conn.execute(self._q("_ADD_LEDGER_ENTRY"), (key, task_id, utcnow())).rowcount
-        if added != 1:
-            row = conn.execute(self._q("_LEDGER_HOLDER"), (key,)).fetchone()
-            held = row[0] if row else "another task"
-            raise ConflictError(
-                f"the ledger key {key!r} already names task {held}, so task {task_id} was not "
-                "created; read the entry (ledger_entry) and carry on with that task",
-                task_id=held if row else "",
-            )
+    def _write_ledger_entry(self, conn: Any, key: str, task_id: str) -> Any:
+        """Record `key` -> `task_id` in the transaction that creates the task (its cursor)."""
+        return conn.execute(self._q("_ADD_LEDGER_ENTRY"), (key, task_id, utcnow()))
+
+    def _ledger_conflict(self, conn: Any, key: str, task_id: str) -> ConflictError:
+        row = conn.execute(self._q("_LEDGER_HOLDER"), (key,)).fetchone()
+        held = row[0] if row else "another task"
+        return ConflictError(
+            f"the ledger key {key!r} already names task {held}, so task {task_id} was not "
+            "created; read the entry (ledger_entry) and carry on with that task",
+            task_id=held if row else "",
+        )
 
     def ledger_entry(self, key: str) -> LedgerEntry | None:
         """The entry recorded under `key`, or None when there is none."""
