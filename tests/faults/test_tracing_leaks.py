@@ -78,8 +78,9 @@ def test_a_key_in_the_base_url_reaches_no_span(exporter: InMemorySpanExporter, b
     events = [event for span in failed_spans for event in span.events]
     assert events and {event.name for event in events} == {"exception"}
     for event in events:
-        assert "[redacted]" in event.attributes["exception.message"]
-        assert "Traceback" in event.attributes["exception.stacktrace"]
+        attributes = dict(event.attributes or {})
+        assert "[redacted]" in str(attributes["exception.message"])
+        assert "Traceback" in str(attributes["exception.stacktrace"])
     exported = "\n".join(span.to_json() for span in spans)  # Statuses, events, attributes.
     assert SECRET not in exported
 
@@ -98,7 +99,7 @@ def test_a_tool_error_quoting_a_signed_url_reaches_no_span(exporter: InMemorySpa
     [span] = [s for s in exporter.get_finished_spans() if s.name == "execute_tool fetch"]
     assert span.status.status_code is StatusCode.ERROR
     assert "X-Amz-Signature=[redacted]" in (span.status.description or "")
-    assert "X-Amz-Signature=[redacted]" in str(span.attributes["output.value"])
+    assert "X-Amz-Signature=[redacted]" in str(dict(span.attributes or {})["output.value"])
     assert SECRET not in span.to_json()
 
 
