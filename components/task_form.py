@@ -18,7 +18,12 @@ from agent_core.errors import AgentCoreError, UserCodeError, UserError
 from agent_core.llms.catalog import PROVIDERS as CATALOG
 from agent_core.llms.content import ImagePart
 from agent_core.spec import AgentSpec
-from agent_core.user_code.registry import UserCodeRegistry, default_registry
+from agent_core.user_code.registry import (
+    AgentEntry,
+    EntryKind,
+    UserCodeRegistry,
+    default_registry,
+)
 from components import runtime, state
 from components.actions import attempt, show_message, show_notice
 from components.intro import render_intro
@@ -134,8 +139,9 @@ def _worker_label(choice: str) -> str:
 
 
 def _pick_worker(default: AgentSpec, registry: UserCodeRegistry, column: Any) -> str:
-    """A built-in worker kind, or `agent:NAME` for one of the user's agents that loaded."""
-    choices = [*WORKERS, *(USER_AGENT_PREFIX + e.name for e in registry.agents() if e.ok)]
+    """A built-in worker kind, or `agent:NAME` for one of the user's agents (not imported)."""
+    agents = [name for name in registry.names("agent") if registry.agent_target(name)]
+    choices = [*WORKERS, *(USER_AGENT_PREFIX + name for name in agents)]
     current = USER_AGENT_PREFIX + default.agent if default.agent else default.worker
     return column.selectbox(
         "Worker",
@@ -147,13 +153,17 @@ def _pick_worker(default: AgentSpec, registry: UserCodeRegistry, column: Any) ->
 
 
 def _tool_labels(registry: UserCodeRegistry) -> dict[str, str]:
-    """Each tool choice that can be picked now, and how the picker names it."""
+    """Each tool choice that can be picked now, and how the picker names it.
+
+    By name only: a tools module is imported, and an MCP server started, once picked.
+    """
     labels = {name: name for name in TOOLS}
-    labels.update({e.name: f"{e.name} (your tools)" for e in registry.tool_modules() if e.ok})
-    for server in registry.mcp_servers():
-        if server.ok:
-            names = ", ".join(tool.name for tool in server.tools)
-            labels[server.name] = f"{server.name} (MCP: {names})"
+    for name in registry.names("tools"):
+        if registry.tools_module(name):
+            labels[name] = f"{name} (your tools)"
+    for name in registry.names("mcp"):
+        if registry.mcp_server(name):
+            labels[name] = f"{name} (MCP server)"
     return labels
 
 
@@ -171,7 +181,8 @@ def _pick_tools(default: AgentSpec, registry: UserCodeRegistry) -> list[str]:
         format_func=label,
         key="form-tools",
         help="Your tools modules and MCP servers follow the built-in tools; an MCP server "
-        "brings all its tools (their schemas are under Your agents, tools and MCP servers).",
+        "brings all its tools (once picked, their schemas are under Your agents, tools and "
+        "MCP servers).",
     )
 
 
@@ -207,9 +218,28 @@ _USER_AGENT_APPROVAL_HELP = (
 
 
 def _framework_of(registry: UserCodeRegistry, agent: str) -> str | None:
-    """The framework of the user's agent `agent` ("pydantic-ai"...), if the target names one."""
-    entry = next((e for e in registry.agents() if e.name == agent), None)
-    return entry.framework if entry is not None and entry.ok else None
+    """The framework of the user's agent `agent` ("pydantic-ai"...), if the target names one.
+
+    Imports that agent (it is picked), and only it.
+    """
+    if agent not in registry.names("agent"):
+        return None
+    entry = registry.entry("agent", agent)
+    return entry.framework if isinstance(entry, AgentEntry) and entry.ok else None
+
+
+def _load_picked(registry: UserCodeRegistry, spec: AgentSpec) -> None:
+    """Import the agent and tools modules the form picked, and start its MCP servers.
+
+    Only those: the list of the user's code, drawn after, then shows how they loaded.
+    """
+    if spec.agent is not None:
+        _framework_of(registry, spec.agent)
+    tools: list[tuple[EntryKind, str]] = [("tools", name) for name in spec.tool_modules]
+    servers: list[tuple[EntryKind, str]] = [("mcp", name) for name in spec.mcp_servers]
+    for kind, name in (*tools, *servers):
+        if name in registry.names(kind):
+            registry.entry(kind, name)
 
 
 def _pick_agent(default: AgentSpec, registry: UserCodeRegistry) -> AgentSpec:
@@ -304,8 +334,11 @@ def render_create_form() -> None:
     _render_scenarios()
     st.divider()
     registry = default_registry()
-    render_user_code(registry)
+    your_code = st.container()  # Drawn once the picks below have loaded what they name.
     spec = _pick_agent(state.form_spec(), registry)
+    _load_picked(registry, spec)
+    with your_code:
+        render_user_code(registry)
     framework = _framework_of(registry, spec.agent) if spec.agent is not None else None
     model = f"the {framework} agent's own" if framework else model_label(spec)
     st.text(f"Model: {model}")  # a typed model name is not markdown

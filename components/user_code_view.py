@@ -1,5 +1,9 @@
 """The user's own agents, tools and MCP servers in the app: what loaded, what failed, reload.
 
+Listing them runs none of their code: an agent or tools module is imported, and an MCP server
+started, when the form picks it or a task on it opens (a folder's code runs only when asked
+for); until then the list shows what is registered, by name and target.
+
 Targets, messages and tracebacks come from the user's files and code, and an MCP server's
 tool names, descriptions and schemas from the server: they are shown with `st.text`,
 `st.code` and `st.json`, never through markdown. "Reload my code" also stops every MCP
@@ -13,7 +17,13 @@ import streamlit as st
 from agent_core import user_code
 from agent_core.errors import UserCodeError
 from agent_core.tools.mcp import McpToolMetadata
-from agent_core.user_code.registry import AgentEntry, McpEntry, ToolsEntry, UserCodeRegistry
+from agent_core.user_code.registry import (
+    AgentEntry,
+    EntryKind,
+    McpEntry,
+    ToolsEntry,
+    UserCodeRegistry,
+)
 from components import state
 from components.messages import plain
 
@@ -48,6 +58,11 @@ def render_code_error(
             st.code(exc.traceback, language=None)
 
 
+_KINDS: tuple[EntryKind, ...] = ("agent", "tools", "mcp")
+_LOADED_WHEN_PICKED = (
+    "An agent or tools module is imported, and an MCP server started, when you pick it or "
+    "open a task on it: then its tools, or what went wrong, show here."
+)
 _COMMAND_LINE = {"agent": "--agent", "tools": "--tools"}
 _FRAME = '  File "'
 """How a frame of a Python traceback starts (`user_traceback` keeps the user's frames)."""
@@ -72,8 +87,10 @@ def _typed_target_advice(source: str, exc: UserCodeError, kind: str) -> str:
 
 def agent_fix_advice(exc: UserCodeError) -> str:
     """What fixes an agent that could not be loaded: a restart for a typo in `--agent`."""
-    for entry in user_code.default_registry().agents():
-        if entry.error is not None and entry.target == exc.target:
+    registry = user_code.default_registry()
+    for name in registry.names("agent"):
+        entry = registry.entry("agent", name, load=False)  # The failed one is loaded already.
+        if isinstance(entry, AgentEntry) and entry.error and entry.target == exc.target:
             advice = _typed_target_advice(entry.source, exc, "agent")
             if advice:
                 return advice
@@ -120,22 +137,47 @@ def _reload(*, servers: bool) -> None:
     state.push_notice("success", f"Reloaded your agents and tools{restarted}.")
 
 
+_RENDER = {"agent": _render_agent, "tools": _render_tools, "mcp": _render_mcp}
+_NOT_LOADED = {"agent": "Agent", "tools": "Tools", "mcp": "MCP server"}
+_TARGET = {
+    "agent": UserCodeRegistry.agent_target,
+    "tools": UserCodeRegistry.tools_module,
+    "mcp": UserCodeRegistry.mcp_server,
+}
+
+
+def _render_entry(registry: UserCodeRegistry, kind: EntryKind, name: str) -> None:
+    """An entry as loaded (its tools or its error), or, not asked for yet, its target."""
+    entry = registry.entry(kind, name, load=False)
+    if entry is None:
+        st.text(f"{_NOT_LOADED[kind]} {name}: {_TARGET[kind](registry, name)}")
+    else:
+        _RENDER[kind](entry)  # type: ignore[operator]
+
+
 def render_user_code(registry: UserCodeRegistry) -> None:
-    """The user's agents, tools modules and MCP servers, each with its error if any; Reload."""
-    agents, tools, servers = registry.agents(), registry.tool_modules(), registry.mcp_servers()
+    """The user's agents, tools modules and MCP servers, each with its error if any; Reload.
+
+    Only those already loaded (picked, or a task's) show their tools or error: the list
+    itself imports and starts nothing.
+    """
+    names = {kind: registry.names(kind) for kind in _KINDS}
     problems = registry.problems
-    failed = bool(problems) or any(not entry.ok for entry in (*agents, *tools, *servers))
+    failed = bool(problems) or any(
+        entry is not None and not entry.ok
+        for kind in _KINDS
+        for entry in (registry.entry(kind, name, load=False) for name in names[kind])
+    )
     with st.expander("Your agents, tools and MCP servers", expanded=failed):
-        if not (agents or tools or servers or problems):
+        if not (any(names.values()) or problems):
             st.caption(_NONE_YET)
+        else:
+            st.caption(_LOADED_WHEN_PICKED)
         for problem in problems:
             render_code_error(problem, headline="Your Stepwise settings have a problem:")
-        for agent in agents:
-            _render_agent(agent)
-        for module in tools:
-            _render_tools(module)
-        for server in servers:
-            _render_mcp(server)
+        for kind in _KINDS:
+            for name in names[kind]:
+                _render_entry(registry, kind, name)
         if st.button("Reload my code", key="form-reload", help=RELOAD_HELP):
-            _reload(servers=bool(servers))
+            _reload(servers=bool(names["mcp"]))
             st.rerun()

@@ -62,6 +62,11 @@ class McpServers:
             for name, (spec, source) in registered.items()
         ]
 
+    def has(self, name: str) -> bool:
+        """Whether registered server `name` was started (and not stopped since)."""
+        with self._lock:
+            return name in self._by_name
+
     def tools(self, name: str, spec: str, *, named: bool) -> list[BaseTool]:
         """The tools of server `name` (registered when `named`, else recorded with `spec`).
 

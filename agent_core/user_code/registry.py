@@ -386,6 +386,45 @@ class UserCodeRegistry:
                 entries[name] = McpEntry(name, error.target, "config", error=error)
         return tuple(entries[name] for name in sorted(entries))
 
+    def names(self, kind: EntryKind) -> list[str]:
+        """The registered names of `kind`, sorted: nothing is imported or started."""
+        return self._config.names(kind)
+
+    def entry(
+        self, kind: EntryKind, name: str, *, load: bool = True
+    ) -> AgentEntry | ToolsEntry | McpEntry | None:
+        """Entry `name` of `kind`, loaded on first ask: imported (agents, tools) or started (MCP).
+
+        Only this entry is loaded: listing the others imports none of their code. With
+        `load=False`, only what runs nothing is given: a malformed entry, or one loaded
+        already; else None.
+
+        Raises:
+            KeyError: No entry of `kind` is registered under `name`.
+        """
+        if name not in self._config.names(kind):
+            raise KeyError(name)
+        if not load and not self._loaded(kind, name):
+            return None
+        if kind == "agent":
+            return self._agent(name)
+        if kind == "tools":
+            return self._tools_entry(name)
+        malformed = self._config.malformed.get(("mcp", name))
+        if malformed is not None:
+            return McpEntry(name, malformed.target, "config", error=malformed)
+        (entry,) = self._servers.entries({name: self._config.mcp[name]})
+        return entry
+
+    def _loaded(self, kind: EntryKind, name: str) -> bool:
+        """Whether entry `name` is malformed, or was loaded: giving it runs nothing."""
+        if (kind, name) in self._config.malformed:
+            return True
+        with self._lock:
+            if kind == "mcp":
+                return self._servers.has(name)
+            return name in (self._agents if kind == "agent" else self._tools)
+
     def build_agent(
         self, name: str, *, llm: LLM, target: str | None = None, tool_approval: bool = False
     ) -> BaseAgentWorker:

@@ -91,9 +91,11 @@ def test_the_form_lists_the_users_agent_beside_the_built_in_workers_and_tools(ap
     assert "my_tools (your tools)" in tools.options and "arithmetic" in tools.options
     shown = texts(app)
     assert f"Agent headline: {project / 'my_agent.py'}:build_agent" in shown
-    assert "Tools my_tools (word_count, shorten, shout)" in shown
+    assert f"Tools my_tools: {project / 'my_tools.py'}" in shown  # Not imported until picked.
     assert app.button(key="form-reload").help == RELOAD_HELP
     assert not app.error
+    ok(tools.select("my_tools").run())
+    assert "Tools my_tools (word_count, shorten, shout)" in texts(app)
 
 
 def test_a_task_on_the_users_agent_runs_two_steps_and_records_its_target(app, project, db_path):
@@ -135,7 +137,9 @@ def test_a_failing_target_shows_its_traceback_and_the_built_ins_still_work(
     )
     ok(app.run())
     assert "Your agent: headline" in worker_choices(app)
-    assert not [c for c in worker_choices(app) if "broken" in c or "bad" in c]
+    assert not app.error  # Nothing is imported until picked.
+    ok(app.selectbox(key="form-worker").set_value("agent:broken").run())
+    ok(app.selectbox(key="form-worker").set_value("agent:bad").run())
     codes = [code.value for code in app.code]
     assert "ModuleNotFoundError: No module named 'missing_module'" in codes
     (trace,) = [code for code in codes if "bad_agent.py" in code]
@@ -178,14 +182,14 @@ def test_reload_my_code_picks_up_a_fixed_file(app, project):
     source = (project / "my_agent.py").read_text()
     (project / "my_agent.py").write_text("raise RuntimeError('half written')\n")
     ok(app.run())
-    assert "Your agent: headline" not in worker_choices(app)
+    ok(app.selectbox(key="form-worker").set_value("agent:headline").run())
     assert any("RuntimeError: half written" in code.value for code in app.code)
 
     (project / "my_agent.py").write_text(source)
     app.button(key="form-reload").click().run()
     ok(app)
-    assert "Your agent: headline" in worker_choices(app)
     assert not [code for code in app.code if "half written" in code.value]
+    assert not app.error and app.selectbox(key="form-worker").value == "agent:headline"
 
 
 def test_a_task_whose_agent_no_longer_imports_opens_read_only_with_the_reason(

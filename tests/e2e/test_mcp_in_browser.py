@@ -30,7 +30,7 @@ from .test_stepper_in_browser import click, wait_for_dag
 from .test_user_code_in_browser import browser, choose, open_page, server  # noqa: F401
 
 QUESTION = "What time is it in UTC, and in Tokyo?"
-TIME_TOOLS = "time (MCP: get_current_time, convert_time)"
+TIME_TOOLS = "time (MCP server)"
 
 
 def time_policy(body: dict[str, Any]) -> Reply:
@@ -103,18 +103,20 @@ def test_an_mcp_servers_tools_in_the_browser_through_a_killed_server(
     page = open_page(browser, url)
     use_server(page, model)
 
-    # The form lists the server's tools beside the built-ins, with their schemas.
+    # The form lists the server beside the built-ins; picked, it starts and shows its schemas.
     page.get_by_role("button", name="Create task").wait_for(timeout=60_000)
     page.get_by_text("Your agents, tools and MCP servers").click()
-    page.get_by_text("MCP server time (get_current_time, convert_time):").wait_for(timeout=30_000)
-    page.get_by_text(
-        "get_current_time (read-only): Get current time in a specific timezone"
-    ).wait_for()
+    page.get_by_text("MCP server time: sh -c").wait_for(timeout=30_000)
+    assert not pidfile.exists()  # Not started until picked.
     choose(page, "Worker", "Function calling")
     tools = page.get_by_test_id("stMultiSelect")
     tools.get_by_test_id("stMultiSelectTagsContainer").last.click()
     page.get_by_role("option", name=TIME_TOOLS).click()
     page.keyboard.press("Escape")
+    page.get_by_text("MCP server time (get_current_time, convert_time):").wait_for(timeout=30_000)
+    page.get_by_text(
+        "get_current_time (read-only): Get current time in a specific timezone"
+    ).wait_for()
     page.get_by_text("Ask me before each tool call").click()
     page.screenshot(path=ARTIFACTS / "mcp-form.png", full_page=True)
     task = page.get_by_placeholder("What should the agent do?")

@@ -114,18 +114,22 @@ def test_the_example_agent_in_the_browser_across_a_restart(project, server, brow
     page = open_page(browser, url)
     page.get_by_text("Demo scenarios").wait_for(timeout=30_000)
 
-    # The broken entry shows its traceback (as code); the example's agent and tools are there.
+    # The entries are listed by name, imported only once picked.
+    page.get_by_role("button", name="Create task").wait_for()  # the whole form is drawn
+    page.get_by_text("Your agents, tools and MCP servers").click()
+    page.get_by_text("Agent broken: missing_module:attr").wait_for()
+    page.get_by_text("Agent headline:").wait_for()
+    tools = page.get_by_test_id("stMultiSelect")  # the Tools picker: the form's only one
+    tools.get_by_test_id("stMultiSelectTagsContainer").last.click()
+    page.get_by_role("option", name="my_tools (your tools)").click()
+    page.keyboard.press("Escape")
+    page.get_by_text("Tools my_tools (word_count, shorten, shout)").wait_for()
+    # The broken entry, picked, shows its traceback (as code).
+    choose(page, "Worker", "Your agent: broken")
     page.get_by_text("ModuleNotFoundError: No module named 'missing_module'").first.wait_for(
         timeout=10_000
     )
     page.get_by_text("could not import agent 'broken' (missing_module:attr)").wait_for()
-    page.get_by_text("Agent headline:").wait_for()
-    page.get_by_text("Tools my_tools (word_count, shorten, shout)").wait_for()
-    page.get_by_role("button", name="Create task").wait_for()  # the whole form is drawn
-    tools = page.get_by_test_id("stMultiSelect")  # the Tools picker: the form's only one
-    tools.get_by_test_id("stMultiSelectTagsContainer").last.click()
-    page.get_by_role("option", name="my_tools (your tools)").wait_for()
-    page.keyboard.press("Escape")
     page.screenshot(path=ARTIFACTS / "user-code-form.png", full_page=True)
 
     choose(page, "Worker", "Your agent: headline")
