@@ -17,6 +17,7 @@ import json
 import logging
 import re
 import threading
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -72,6 +73,7 @@ from agent_core.runtime.queue import (
     step_of,
 )
 from agent_core.runtime.step_runs import LIVE_RUNS, StepRun
+from agent_core.runtime.task_cache import TaskCache
 from agent_core.runtime.transaction import claim, run_claimed
 from agent_core.runtime.undo import memory_write
 from agent_core.runtime.worker_state import dump_state
@@ -163,8 +165,12 @@ class AgentRunner(LlamaIndexRunnerAPI):
         self.delete_task_on_finish = delete_task_on_finish
         self.spec = spec
         self.state = AgentState()
+        self.state.task_dict = TaskCache(self._in_use)  # Bounded: the store holds every task.
         self._owner = new_claim_owner()
-        self._locks: dict[str, threading.RLock] = {}
+        # A task's lock lives while someone holds or awaits it: no entry per task ever seen.
+        self._locks: weakref.WeakValueDictionary[str, threading.RLock] = (
+            weakref.WeakValueDictionary()
+        )
         self._locks_guard = threading.Lock()
         self.llm = llm if llm is not None else getattr(agent_worker, "llm", None)
         self.init_task_state_kwargs = dict(init_task_state_kwargs or {})
@@ -188,7 +194,23 @@ class AgentRunner(LlamaIndexRunnerAPI):
 
     def _lock(self, task_id: str) -> threading.RLock:
         with self._locks_guard:
-            return self._locks.setdefault(task_id, threading.RLock())
+            lock = self._locks.get(task_id)
+            if lock is None:
+                lock = self._locks[task_id] = threading.RLock()
+            return lock
+
+    def _in_use(self, task_id: str, state: TaskState) -> bool:
+        """Whether the cache must keep the task.
+
+        Its lock is taken or awaited, or a step of this runner runs on its cached state.
+        """
+        with self._locks_guard:
+            if task_id in self._locks:
+                return True
+        return any(
+            step.status is StepStatus.RUNNING and step.claimed_by == self._owner
+            for step in state.steps.values()
+        )
 
     def _task_state(self, task_id: str) -> TaskState:
         """The task's state, reloaded from the store when another runner has moved it on."""

@@ -94,11 +94,14 @@ def create_task(body: TaskRequestBody, runtime: Runtime) -> Task:
 
 @router.get("/tasks", response_model=TaskList, summary="List tasks, newest first")
 def list_tasks(runtime: Runtime, current_page: Page = 1, page_size: PageSize = 10) -> TaskList:
-    """A page of the store's tasks (the app's too)."""
-    summaries = sorted(runtime.reader().list_tasks(), key=lambda t: t.created_at, reverse=True)
+    """A page of the store's tasks (the app's too), ids and inputs.
+
+    `GET /tasks/{id}` gives a task's agent and artifacts. Listed from the store's summaries:
+    loading every task of every page grew a fresh server from 78 MB to 313 MB.
+    """
+    summaries = sorted(runtime.store.list_tasks(), key=lambda t: t.created_at, reverse=True)
     page, pagination = _page(summaries, current_page, page_size)
-    reader = runtime.reader()
-    tasks = [task_of(reader.get_task_state(s.task_id)) for s in page if not s.damaged]
+    tasks = [Task(task_id=s.task_id, input=s.input) for s in page if not s.damaged]
     return TaskList(tasks=tasks, pagination=pagination)
 
 

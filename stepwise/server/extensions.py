@@ -23,7 +23,6 @@ from agent_core.runtime.parallel import ParallelAgentRunner
 from agent_core.types import ForkPoint, RunLimits, StepKind
 from stepwise.http.errors import ApiError
 from stepwise.server._ap_models import Step
-from stepwise.server._events import task_events
 from stepwise.server.agent_protocol import step_of
 from stepwise.server.runtime import Runtime
 
@@ -326,13 +325,11 @@ def dag(task_id: str, runtime: Runtime) -> dict[str, Any]:
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 async def events(task_id: str, request: Request, runtime: Runtime) -> StreamingResponse:
-    """Step started, token deltas, tool calls, completed, failed, undone... as they happen."""
-    reader = runtime.reader()
-    reader.get_task(task_id)  # A 404 before the stream begins.
-    stream = task_events(
-        task_id,
-        load=reader.get_task_state,
-        version_of=reader.store.task_version,
-        is_disconnected=request.is_disconnected,
-    )
+    """Step started, token deltas, tool calls, completed, failed, undone... as they happen.
+
+    A server process streams to at most `MAX_SUBSCRIBERS` clients at once: past that, 503
+    `too_many_subscribers`.
+    """
+    runtime.reader().get_task(task_id)  # A 404 before the stream begins.
+    stream = runtime.events.subscribe(task_id, request.is_disconnected)
     return StreamingResponse(stream, media_type="text/event-stream")

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -20,12 +23,15 @@ from agent_core.llms.base import LLM
 from agent_core.llms.catalog import PROVIDERS, infer_model
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
+from agent_core.store.base import TaskChange
 from agent_core.types import Task, TaskStatus
+from stepwise.server._events import EventHub
 from stepwise.server.settings import ServedProvider, ServerSettings
 
 __all__ = ["ModelUsed", "Runtime", "ServerRuntime", "runtime_of"]
 
 _RUNNABLE = (TaskStatus.ACTIVE, TaskStatus.FAILED)
+_MODELS_KEPT = 16  # Execute Agent's models: a request names any model, so only the latest stay.
 
 
 class ModelUsed(BaseModel):
@@ -36,20 +42,37 @@ class ModelUsed(BaseModel):
     scripted: bool = Field(description="True for the scripted demo model: not a real model.")
 
 
+class _ToldStore(SQLiteStore):
+    """The server's store: each commit of this process is told to the event subscribers."""
+
+    def __init__(self, path: str | Path, on_commit: Callable[[str], None]) -> None:
+        super().__init__(path)
+        self._on_commit = on_commit
+
+    def commit(self, change: TaskChange) -> None:
+        super().commit(change)
+        self._on_commit(change.state.task_id)
+
+
 class ServerRuntime:
     """The store and runners behind every route of one server."""
 
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
-        self.store = SQLiteStore(settings.db)
+        self.store = _ToldStore(settings.db, lambda task_id: self.events.changed(task_id))
         self._runners: dict[tuple[str, int], ParallelAgentRunner] = {}
-        self._models: dict[tuple[str, str], LLM] = {}
+        self._models: OrderedDict[tuple[str, str], LLM] = OrderedDict()
         # Validating a spec consults the user's code registry: done once per recorded spec.
         self._specs: dict[str, AgentSpec] = {}
         self._reading_spec = AgentSpec()
         # The agent of every task that names none, on the server's model (`STEPWISE_MODEL`).
         self.default_spec = settings.agent_spec()
         self._guard = threading.Lock()
+        # Live events for every subscriber of this process, from one feed per watched task.
+        self.events = EventHub(
+            load=lambda task_id: self.reader().get_task_state(task_id),
+            version_of=self.store.task_version,
+        )
 
     def runner_for(self, spec: AgentSpec) -> ParallelAgentRunner:
         """The runner of `spec`, built once (again after the user's code is reloaded)."""
@@ -75,6 +98,9 @@ class ServerRuntime:
             if llm is None:
                 llm = infer_model(entry.model_ref(name))  # Keys, base URLs: from the environment.
                 self._models[(provider, name)] = llm
+                if len(self._models) > _MODELS_KEPT:
+                    self._models.popitem(last=False)
+            self._models.move_to_end((provider, name))
         used = ModelUsed(provider=provider, name=name, scripted=entry.scripted)  # type: ignore[arg-type]
         return llm, used
 
@@ -138,6 +164,7 @@ class ServerRuntime:
 
     def close(self) -> None:
         """Close the store."""
+        self.events.close()
         self.store.close()
 
 
