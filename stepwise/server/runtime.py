@@ -124,7 +124,7 @@ class ServerRuntime:
         try:
             return AgentSpec.from_registry(user_code.default_registry(), **fields)
         except ValueError as exc:
-            names = [entry.name for entry in user_code.default_registry().agents()]
+            names = user_code.default_registry().names("agent")  # A hint imports no agent.
             raise UserError(
                 f"no agent named {agent!r} is registered on this server",
                 hint=f"registered agents: {', '.join(sorted(names)) or 'none'}; start the server"
