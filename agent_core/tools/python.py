@@ -27,6 +27,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,7 +140,7 @@ async def _launch(code: str, folder: Path, limits: _Limits, *, namespace: bool) 
     try:
         config = _launcher_config(limits, nproc, namespace, status_fd)
         transport, child = await loop.subprocess_exec(
-            lambda: _Child(loop, limits),
+            lambda: _Child(loop, limits, None if namespace else _containment.sweep),
             *(sys.executable, "-I", "-S", str(_containment.LAUNCHER), json.dumps(config)),
             *(sys.executable, "-I", "-u", "-X", "utf8", "-c", code),
             stdin=subprocess.DEVNULL,
@@ -262,8 +263,16 @@ class _Child(asyncio.SubprocessProtocol):
     child on a full pipe; past the cap it is dropped and the child's process group killed.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, limits: _Limits) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        limits: _Limits,
+        sweep: Callable[[], None] | None = None,
+    ) -> None:
         self.limits = limits
+        self._loop = loop
+        self._sweep = sweep
+        self._swept: asyncio.Future[None] | None = None
         self.output = {1: bytearray(), 2: bytearray()}
         self.timed_out = False
         self.flooded = False
@@ -287,6 +296,8 @@ class _Child(asyncio.SubprocessProtocol):
         _set_done(self._exited)
         # The launcher swept what the code left; a process it missed would hold the pipes.
         self.kill_group()
+        if self._sweep is not None:  # The code may have killed it first: sweep for it.
+            self._swept = self._loop.run_in_executor(None, self._sweep)
 
     def connection_lost(self, exc: Exception | None) -> None:
         _set_done(self._closed)  # the child exited and every pipe reached its end

@@ -137,6 +137,17 @@ async def test_a_daemon_that_kills_its_launcher_dies_with_the_step(workspace, ti
         assert "out of memory" not in str(error)
 
 
+async def test_a_daemon_holding_the_output_pipes_does_not_hold_the_step(workspace, tier):
+    # Without dup2 to /dev/null the daemon keeps stdout and stderr open: the step must not
+    # wait for its timeout to end them.
+    code = _KILL_LAUNCHER.replace("for fd in (0, 1, 2):", "for fd in ():")
+    started = time.monotonic()
+    out = await python_tool(workspace, timeout=60).acall({"code": code})
+    assert time.monotonic() - started < 30, out.content  # generous; the timeout is 60 s
+    assert ("launcher was killed" in out.content) == (tier == "subreaper"), out.content
+    assert _gone(_daemon_pid(workspace.folder()))
+
+
 async def test_a_daemon_that_only_detaches_dies_with_the_step(workspace, tier):
     out = await python_tool(workspace, timeout=10).acall({"code": _DAEMON + "print('done')"})
     assert out.content.startswith("exit code: 0") and "done" in out.content
