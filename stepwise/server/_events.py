@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import threading
 import time
 import weakref
@@ -30,6 +31,8 @@ from agent_core.types import StepStatus, TaskState
 from stepwise.http.errors import ApiError
 
 __all__ = ["MAX_SUBSCRIBERS", "POLL_S", "EventHub"]
+
+log = logging.getLogger("stepwise.server")
 
 POLL_S = 0.5
 """How often a watched task's version is read from the store, once per task and process."""
@@ -136,11 +139,17 @@ class _Feed:
                 await asyncio.wait_for(self.poke.wait(), POLL_S)
             self.poke.clear()
             self._forget_old_runs()
-            version = await asyncio.to_thread(self.hub.version_of, self.task_id)
-            if version is not None and version != self.version:
-                self.state = await asyncio.to_thread(self.hub.load, self.task_id)
-                self.version = version
-                self.wake()
+            try:
+                await self._read()
+            except Exception:  # A damaged or busy store: say so, and try again next time.
+                log.warning("events of task %s: the store could not be read", self.task_id)
+
+    async def _read(self) -> None:
+        version = await asyncio.to_thread(self.hub.version_of, self.task_id)
+        if version is not None and version != self.version:
+            self.state = await asyncio.to_thread(self.hub.load, self.task_id)
+            self.version = version
+            self.wake()
 
     def _forget_old_runs(self) -> None:
         now = time.monotonic()
@@ -179,8 +188,9 @@ class EventHub:
     def changed(self, task_id: str) -> None:
         """This process committed to the task (from any thread): its feed reads it now."""
         loop = self._loop
-        if loop is not None and task_id in self._feeds and not loop.is_closed():
-            loop.call_soon_threadsafe(self._poke, task_id)
+        if loop is not None and task_id in self._feeds:
+            with contextlib.suppress(RuntimeError):  # The server's loop closed: nobody listens.
+                loop.call_soon_threadsafe(self._poke, task_id)
 
     def subscribe(self, task_id: str, is_disconnected: Callable[[], Any]) -> AsyncIterator[bytes]:
         """The task's events until the client leaves; 503 past `limit` subscribers.
@@ -213,8 +223,10 @@ class EventHub:
             feed.poke.set()
 
     def _on_run(self, run: StepRun) -> None:
-        if run.task_id in self._feeds and self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._add_run, run)
+        loop = self._loop
+        if loop is not None and run.task_id in self._feeds:
+            with contextlib.suppress(RuntimeError):  # The server's loop closed.
+                loop.call_soon_threadsafe(self._add_run, run)
 
     def _add_run(self, run: StepRun) -> None:
         feed = self._feeds.get(run.task_id)
@@ -288,7 +300,7 @@ async def _follow(
             sent += events
             if run.done and not run.events_since(runs[run], timeout=0):
                 del runs[run]
-        if feed.version != watch.version:
+        if feed.version > watch.version:  # Versions only grow: an older read is no news.
             sent += watch.store_events(feed.state)
         for chunk in sent:
             yield chunk

@@ -233,7 +233,7 @@ def test_subscribers_past_the_cap_get_a_503_and_leaving_frees_a_place(settings):
         _wait_until(lambda: hub.subscribers == 0)
 
 
-def test_a_change_by_another_process_reaches_subscribers(settings):
+def test_changes_by_another_process_and_by_this_one_reach_subscribers(settings):
     app = create_app(settings)
     with running_server_of(app) as url:
         task_id = httpx.post(f"{url}/ap/v1/agent/tasks", json={"input": "x"}).json()["task_id"]
@@ -242,6 +242,9 @@ def test_a_change_by_another_process_reaches_subscribers(settings):
         other = AgentSpec().build_runner(store=SQLiteStore(settings.db))  # Its own store.
         other.run_step(task_id)
         _read_until(sock, b"event: step_completed")
+        # This process's own change is pushed too.
+        assert httpx.post(f"{url}/stepwise/v1/tasks/{task_id}/undo", json={}).status_code == 200
+        _read_until(sock, b"event: step_undone")
         sock.close()
 
 
