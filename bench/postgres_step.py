@@ -25,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from psycopg import sql
+
 from agent_core.demos import SCENARIOS
 from agent_core.store import SQLiteStore, Store
 from agent_core.store.base import TaskChange
@@ -76,16 +78,16 @@ class _Bench:
 
 def _run_task(runner: Any, prompt: str) -> list[float]:
     task_id = runner.create_task(prompt).task_id
-    seconds = []
+    seconds, last = [], False
     for _ in range(STEPS_PER_TASK):
         started = time.perf_counter()
-        output = runner.run_step(task_id)
+        last = runner.run_step(task_id).is_last
         seconds.append(time.perf_counter() - started)
-    assert output.is_last, "the demo's arithmetic task takes three steps"
+    assert last, "the demo's arithmetic task takes three steps"
     return seconds
 
 
-def _execute(url: str, statement: str) -> None:
+def _execute(url: str, statement: Any) -> None:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
@@ -95,13 +97,14 @@ def _execute(url: str, statement: str) -> None:
 def _synchronous_commit(value: str) -> Callable[[str], None]:
     def prepare(url: str) -> None:
         database = url.rsplit("/", 1)[1]
-        _execute(url, f'ALTER DATABASE "{database}" SET synchronous_commit = {value}')
+        statement = sql.SQL("ALTER DATABASE {} SET synchronous_commit = {}")
+        _execute(url, statement.format(sql.Identifier(database), sql.Literal(value)))
 
     return prepare
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5, help="the stores take turns")
     parser.add_argument("--url", help="a PostgreSQL database (default: start one here)")
@@ -133,7 +136,8 @@ def main() -> None:
     finally:
         for store in stores.values():
             if isinstance(store, PostgresStore):
-                _execute(store.url, f'DROP SCHEMA IF EXISTS "{store.schema}" CASCADE')
+                drop = sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE")
+                _execute(store.url, drop.format(sql.Identifier(store.schema)))
             store.close()
         if server is not None:
             server.stop()

@@ -172,8 +172,9 @@ def postgres_url(postgres_server: PostgresServer) -> str:
 def postgres_schema(postgres_url: str) -> Iterator[str]:
     """A schema name no other test uses; the schema (if created) is dropped afterwards."""
     import psycopg
+    from psycopg import sql
 
     name = f"t{uuid.uuid4().hex[:12]}"
     yield name
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))

@@ -5,12 +5,15 @@ All three keep an app's settings too (`SettingsStore`), apart from the task `Sto
 task ledger (`TaskLedger`: which task an outside request started).
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.store.base import MemoryWrite, SettingsStore, Store, TaskChange, TaskSummary
 from agent_core.store.ledger import LedgerEntry, TaskLedger
 from agent_core.store.memory import InMemoryStore
 from agent_core.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:  # Loaded on first use (below): psycopg is an extra.
+    from agent_core.store.postgres import PostgresStore
 
 __all__ = [
     "InMemoryStore",

@@ -24,6 +24,7 @@ from agent_core.errors import ConflictError, StoreError
 from agent_core.extras import require
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.store._pg_pool import ConnectionPool
+from agent_core.store._pg_sql import LAYOUT_VERSION, TABLES, Statements
 from agent_core.store._records import (
     assemble_state,
     messages_of,
@@ -38,94 +39,7 @@ from agent_core.types import StepSnapshot, TaskState, TaskStatus, TaskStep, utcn
 
 __all__ = ["PostgresStore"]
 
-_LAYOUT_VERSION = 1
-"""The layout this code writes, kept in the schema's `layout` table."""
-
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-
-# `{s}` is the quoted schema. JSON is kept as text, as SQLite keeps it: the store writes what
-# pydantic wrote and reads it back unparsed by the database (and a damaged row stays readable
-# enough to list and delete). `seq` keeps insertion order, SQLite's rowid.
-_TABLES = [
-    """CREATE TABLE IF NOT EXISTS {s}.tasks (
-    task_id TEXT PRIMARY KEY,
-    seq BIGINT GENERATED ALWAYS AS IDENTITY,
-    version BIGINT NOT NULL,
-    created_at TIMESTAMPTZ NOT NULL,
-    input TEXT NOT NULL,
-    status TEXT NOT NULL,
-    updated_at TIMESTAMPTZ NOT NULL,
-    steps_completed INTEGER NOT NULL,
-    steps_upcoming INTEGER NOT NULL,
-    usage TEXT NOT NULL,
-    imported BOOLEAN NOT NULL,
-    thread_id TEXT NOT NULL,
-    task TEXT NOT NULL,
-    extra_state TEXT NOT NULL
-)""",
-    "CREATE INDEX IF NOT EXISTS tasks_by_created ON {s}.tasks (created_at, seq)",
-    "CREATE TABLE IF NOT EXISTS {s}.messages (owner TEXT NOT NULL, idx INTEGER NOT NULL, "
-    "data TEXT NOT NULL, PRIMARY KEY (owner, idx))",
-    "CREATE TABLE IF NOT EXISTS {s}.steps (task_id TEXT NOT NULL, step_id TEXT NOT NULL, "
-    "seq BIGINT GENERATED ALWAYS AS IDENTITY, data TEXT NOT NULL, output TEXT, snapshot TEXT, "
-    "PRIMARY KEY (task_id, step_id))",
-    "CREATE TABLE IF NOT EXISTS {s}.prompts (task_id TEXT NOT NULL, step_id TEXT NOT NULL, "
-    "data TEXT NOT NULL, PRIMARY KEY (task_id, step_id))",
-    "CREATE TABLE IF NOT EXISTS {s}.settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS {s}.task_ledger (key TEXT PRIMARY KEY, task_id TEXT NOT NULL, "
-    "created_at TIMESTAMPTZ NOT NULL, result TEXT, finished_at TIMESTAMPTZ)",
-    "CREATE INDEX IF NOT EXISTS task_ledger_by_created ON {s}.task_ledger (created_at)",
-    "CREATE INDEX IF NOT EXISTS task_ledger_by_finished ON {s}.task_ledger (finished_at) "
-    "WHERE finished_at IS NOT NULL",
-    "CREATE TABLE IF NOT EXISTS {s}.layout (version INTEGER NOT NULL)",
-]
-
-_CREATE_TASK = (
-    "INSERT INTO {s}.tasks (task_id, version, created_at, input, status, updated_at, "
-    "steps_completed, steps_upcoming, usage, imported, thread_id, task, extra_state) "
-    "VALUES (%s, %s, %s, %s, '', %s, 0, 0, '', false, '', '', '') ON CONFLICT DO NOTHING"
-)
-_UPDATE_TASK = (
-    "UPDATE {s}.tasks SET version = %s, status = %s, updated_at = %s, steps_completed = %s, "
-    "steps_upcoming = %s, usage = %s, imported = %s, thread_id = %s, task = %s, "
-    "extra_state = %s WHERE task_id = %s AND version = %s"
-)
-_MOVE_VERSION = "UPDATE {s}.tasks SET version = %s WHERE task_id = %s AND version = %s"
-
-# A step, its output and its undo snapshot share one row, as on SQLite: a NULL output or
-# snapshot keeps the stored one; an empty snapshot drops it (undo).
-_UPSERT_STEP = (
-    "INSERT INTO {s}.steps AS old (task_id, step_id, data, output, snapshot) "
-    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (task_id, step_id) DO UPDATE SET "
-    "data = excluded.data, output = COALESCE(excluded.output, old.output), "
-    "snapshot = CASE WHEN excluded.snapshot = '' THEN NULL "
-    "ELSE COALESCE(excluded.snapshot, old.snapshot) END"
-)
-_UPSERT_PROMPT = (
-    "INSERT INTO {s}.prompts (task_id, step_id, data) VALUES (%s, %s, %s) "
-    "ON CONFLICT (task_id, step_id) DO UPDATE SET data = excluded.data"
-)
-
-# One statement reads the whole task, so it sees one snapshot of the database (no commit can
-# land between the task row and its steps), in one round trip.
-_LOAD_TASK = (
-    "SELECT t.input, t.task, t.extra_state, t.version, "
-    "ARRAY(SELECT data FROM {s}.messages WHERE owner = t.task_id ORDER BY idx), "
-    "s.ids, s.data, s.outputs, s.snapshots FROM {s}.tasks t LEFT JOIN LATERAL ("
-    "SELECT array_agg(step_id ORDER BY seq) ids, array_agg(data ORDER BY seq) data, "
-    "array_agg(output ORDER BY seq) outputs, array_agg(snapshot ORDER BY seq) snapshots "
-    "FROM {s}.steps WHERE task_id = t.task_id) s ON true WHERE t.task_id = %s"
-)
-_LIST_TASKS = (
-    "SELECT task_id, input, status, created_at, updated_at, steps_completed, steps_upcoming, "
-    "usage, imported, thread_id FROM {s}.tasks ORDER BY created_at DESC, seq DESC"
-)
-_DELETE_TASK = (
-    "WITH s AS (DELETE FROM {s}.steps WHERE task_id = %(id)s), "
-    "p AS (DELETE FROM {s}.prompts WHERE task_id = %(id)s), "
-    "m AS (DELETE FROM {s}.messages WHERE owner = %(id)s) "
-    "DELETE FROM {s}.tasks WHERE task_id = %(id)s"
-)
 
 # Conversations share the messages table with tasks, as on SQLite.
 _CONVERSATION_PREFIX = "conversation:"
@@ -180,20 +94,12 @@ class PostgresStore:
         self.url = url
         self.schema = schema
         self.where = f"{_masked(url)} (schema {schema})"
-        quoted = f'"{schema}"'
-        self._sql = {
-            name: text.replace("{s}", quoted)
-            for name, text in globals().items()
-            if name.startswith("_") and name.isupper() and isinstance(text, str) and "{s}" in text
-        }
+        self._sql = Statements.in_schema(schema)
         self._timeout = timeout
         self._pool = ConnectionPool(
             self._connect, max_size=max_connections, timeout=timeout, where=self.where
         )
         self._create_schema()
-
-    def _q(self, name: str) -> str:
-        return self._sql[name]
 
     def _connect(self) -> Any:
         try:
@@ -214,7 +120,7 @@ class PostgresStore:
         """Create the schema and its tables, unless they are there (one process at a time)."""
         try:
             with self._pool.connection() as conn:
-                if self._layout(conn) >= _LAYOUT_VERSION:
+                if self._layout(conn) >= LAYOUT_VERSION:
                     return
                 with conn.transaction():
                     conn.execute(
@@ -225,12 +131,9 @@ class PostgresStore:
                     ).fetchone()
                     if found is None:  # IF NOT EXISTS still needs the right to create one.
                         conn.execute(f'CREATE SCHEMA "{self.schema}"')
-                    for statement in _TABLES:
+                    for statement in TABLES:
                         conn.execute(statement.replace("{s}", f'"{self.schema}"'))
-                    conn.execute(f'DELETE FROM "{self.schema}".layout')
-                    conn.execute(
-                        f'INSERT INTO "{self.schema}".layout VALUES (%s)', (_LAYOUT_VERSION,)
-                    )
+                    conn.execute(self._sql.set_layout, (LAYOUT_VERSION,))
         except self._pg.Error as exc:
             raise StoreError(f"cannot create the store's tables in {self.where}: {exc}") from exc
 
@@ -291,7 +194,7 @@ class PostgresStore:
 
     def _conflict(self, conn: Any, task_id: str, expected: int | None) -> ConflictError:
         try:
-            row = conn.execute(self._q("_TASK_VERSION"), (task_id,)).fetchone()
+            row = conn.execute(self._sql.task_version, (task_id,)).fetchone()
         except self._pg.Error:  # The conflict is the news; its version is a detail.
             row = None
         version = row[0] if row else None
@@ -314,12 +217,12 @@ class PostgresStore:
         checks = []
         if base is None:
             created = (task.task_id, state.version, task.created_at, _text(task.input))
-            checks.append(conn.execute(self._q("_CREATE_TASK"), (*created, task.updated_at)))
+            checks.append(conn.execute(self._sql.create_task, (*created, task.updated_at)))
             base = state.version
         elif not change.task_row:  # Only the version moves (a step was claimed).
-            return [conn.execute(self._q("_MOVE_VERSION"), (state.version, task.task_id, base))]
+            return [conn.execute(self._sql.move_version, (state.version, task.task_id, base))]
         cursor = conn.execute(
-            self._q("_UPDATE_TASK"),
+            self._sql.update_task,
             (
                 state.version,
                 task.status.value,
@@ -354,40 +257,39 @@ class PostgresStore:
             for s in change.steps
         ]
         if rows:
-            cursor.executemany(self._q("_UPSERT_STEP"), rows)
+            cursor.executemany(self._sql.upsert_step, rows)
         written = {s.step_id for s in change.steps}
-        for column, values in (("output", outputs), ("snapshot", snapshots)):
+        for statement, values in (
+            (self._sql.set_output, outputs),
+            (self._sql.set_snapshot, snapshots),
+        ):
             rest = [
                 (value or None, task_id, step_id)
                 for step_id, value in values.items()
                 if step_id not in written
             ]
             if rest:
-                cursor.executemany(
-                    f'UPDATE "{self.schema}".steps SET {column} = %s '
-                    "WHERE task_id = %s AND step_id = %s",
-                    rest,
-                )
+                cursor.executemany(statement, rest)
         prompts = [
             (task_id, o.task_step.step_id, prompt)
             for o in change.outputs
             if (prompt := prompt_record(o)) is not None
         ]
         if prompts:
-            cursor.executemany(self._q("_UPSERT_PROMPT"), prompts)
+            cursor.executemany(self._sql.upsert_prompt, prompts)
         if change.dropped_steps:
             dropped = [(task_id, i) for i in change.dropped_steps]
-            cursor.executemany(self._q("_DROP_STEP"), dropped)
-            cursor.executemany(self._q("_DROP_PROMPT"), dropped)
+            cursor.executemany(self._sql.drop_step, dropped)
+            cursor.executemany(self._sql.drop_prompt, dropped)
         if change.memory is not None:
             self._write_messages(cursor, task_id, change.memory)
 
     def _write_messages(self, cursor: Any, owner: str, write: MemoryWrite) -> None:
         if write.truncate:
-            cursor.execute(self._q("_TRUNCATE_MESSAGES"), (owner, write.keep))
+            cursor.execute(self._sql.truncate_messages, (owner, write.keep))
         if write.append:
             cursor.executemany(
-                self._q("_APPEND_MESSAGE"),
+                self._sql.append_message,
                 [
                     (owner, write.keep + i, message.model_dump_json())
                     for i, message in enumerate(write.append)
@@ -397,7 +299,7 @@ class PostgresStore:
     def load_task(self, task_id: str) -> TaskState | None:
         """The stored task, rebuilt from its rows (one statement: one consistent read)."""
         with self._reading(f"task {task_id}") as conn:
-            row = conn.execute(self._q("_LOAD_TASK"), (task_id,)).fetchone()
+            row = conn.execute(self._sql.load_task, (task_id,)).fetchone()
         if row is None:
             return None
         try:
@@ -415,32 +317,32 @@ class PostgresStore:
     def load_messages_sent(self, task_id: str, step_id: str) -> list[ChatMessage]:
         """The messages the step sent to its model ([] when none are stored)."""
         with self._reading(f"the prompt of step {step_id}") as conn:
-            row = conn.execute(self._q("_LOAD_PROMPT"), (task_id, step_id)).fetchone()
+            row = conn.execute(self._sql.load_prompt, (task_id, step_id)).fetchone()
         return messages_of(row[0]) if row else []
 
     def task_version(self, task_id: str) -> int | None:
         """The task's current version, or None."""
         with self._reading(f"task {task_id}") as conn:
-            row = conn.execute(self._q("_TASK_VERSION"), (task_id,)).fetchone()
+            row = conn.execute(self._sql.task_version, (task_id,)).fetchone()
         return row[0] if row else None
 
     def list_tasks(self) -> list[TaskSummary]:
         """Every task, newest first."""
         with self._reading("the task list") as conn:
-            rows = conn.execute(self._q("_LIST_TASKS")).fetchall()
+            rows = conn.execute(self._sql.list_tasks).fetchall()
         return [_summary(row) for row in rows]
 
     def delete_task(self, task_id: str) -> bool:
         """Remove a task and all its rows (one statement); False when there was none."""
         with self._transaction(f"delete task {task_id} from", task_id) as conn:
-            deleted = conn.execute(self._q("_DELETE_TASK"), {"id": task_id}).rowcount
+            deleted = conn.execute(self._sql.delete_task, {"id": task_id}).rowcount
         return deleted > 0
 
     def load_conversation(self, conversation_id: str) -> list[ChatMessage]:
         """The shared conversation's messages."""
         with self._reading(f"conversation {conversation_id}") as conn:
             rows = conn.execute(
-                self._q("_READ_MESSAGES"), (_CONVERSATION_PREFIX + conversation_id,)
+                self._sql.read_messages, (_CONVERSATION_PREFIX + conversation_id,)
             ).fetchall()
         return [ChatMessage.model_validate_json(data) for (data,) in rows]
 
@@ -462,7 +364,7 @@ class PostgresStore:
     def get_setting(self, name: str) -> Any | None:
         """The JSON value saved under `name`, or None when there is none."""
         with self._reading(f"the setting {name!r}") as conn:
-            row = conn.execute(self._q("_GET_SETTING"), (name,)).fetchone()
+            row = conn.execute(self._sql.get_setting, (name,)).fetchone()
         return None if row is None else json.loads(row[0])
 
     def put_setting(self, name: str, value: Any) -> None:
@@ -470,18 +372,18 @@ class PostgresStore:
         data = None if value is None else setting_record(name, value)
         with self._transaction(f"save the setting {name!r} to") as conn:
             if data is None:
-                conn.execute(self._q("_DELETE_SETTING"), (name,))
+                conn.execute(self._sql.delete_setting, (name,))
             else:
-                conn.execute(self._q("_PUT_SETTING"), (name, data))
+                conn.execute(self._sql.put_setting, (name, data))
 
     # -- the task ledger (agent_core.store.ledger)
 
     def _write_ledger_entry(self, conn: Any, key: str, task_id: str) -> Any:
         """Record `key` -> `task_id` in the transaction that creates the task (its cursor)."""
-        return conn.execute(self._q("_ADD_LEDGER_ENTRY"), (key, task_id, utcnow()))
+        return conn.execute(self._sql.add_ledger_entry, (key, task_id, utcnow()))
 
     def _ledger_conflict(self, conn: Any, key: str, task_id: str) -> ConflictError:
-        row = conn.execute(self._q("_LEDGER_HOLDER"), (key,)).fetchone()
+        row = conn.execute(self._sql.ledger_holder, (key,)).fetchone()
         held = row[0] if row else "another task"
         return ConflictError(
             f"the ledger key {key!r} already names task {held}, so task {task_id} was not "
@@ -492,7 +394,7 @@ class PostgresStore:
     def ledger_entry(self, key: str) -> LedgerEntry | None:
         """The entry recorded under `key`, or None when there is none."""
         with self._reading(f"ledger entry {key!r}") as conn:
-            row = conn.execute(self._q("_LEDGER_ENTRY"), (key,)).fetchone()
+            row = conn.execute(self._sql.ledger_entry, (key,)).fetchone()
         if row is None:
             return None
         key, task_id, created_at, result, finished_at = row
@@ -502,13 +404,13 @@ class PostgresStore:
     def finish_ledger_entry(self, key: str, result: str) -> None:
         """Record the result of the task under `key`, in one transaction."""
         with self._transaction(f"record ledger entry {key!r} in") as conn:
-            conn.execute(self._q("_FINISH_LEDGER_ENTRY"), (_text(result), utcnow(), key))
+            conn.execute(self._sql.finish_ledger_entry, (_text(result), utcnow(), key))
 
     def trim_ledger(self, *, finished_before: datetime, keep_at_most: int) -> int:
         """Drop the entries finished before `finished_before`, then the oldest past a count."""
         with self._transaction("trim the task ledger in") as conn:
-            finished = conn.execute(self._q("_TRIM_FINISHED"), (finished_before,)).rowcount
-            over = conn.execute(self._q("_TRIM_OLDEST"), (max(keep_at_most, 0),)).rowcount
+            finished = conn.execute(self._sql.trim_finished, (finished_before,)).rowcount
+            over = conn.execute(self._sql.trim_oldest, (max(keep_at_most, 0),)).rowcount
         return finished + over
 
     def close(self) -> None:
@@ -519,42 +421,13 @@ class PostgresStore:
         return f"PostgresStore({_masked(self.url)!r}, schema={self.schema!r})"
 
 
-_TASK_VERSION = "SELECT version FROM {s}.tasks WHERE task_id = %s"
-_DROP_STEP = "DELETE FROM {s}.steps WHERE task_id = %s AND step_id = %s"
-_DROP_PROMPT = "DELETE FROM {s}.prompts WHERE task_id = %s AND step_id = %s"
-_LOAD_PROMPT = "SELECT data FROM {s}.prompts WHERE task_id = %s AND step_id = %s"
-_TRUNCATE_MESSAGES = "DELETE FROM {s}.messages WHERE owner = %s AND idx >= %s"
-_APPEND_MESSAGE = "INSERT INTO {s}.messages (owner, idx, data) VALUES (%s, %s, %s)"
-_READ_MESSAGES = "SELECT data FROM {s}.messages WHERE owner = %s ORDER BY idx"
-_GET_SETTING = "SELECT value FROM {s}.settings WHERE name = %s"
-_DELETE_SETTING = "DELETE FROM {s}.settings WHERE name = %s"
-_PUT_SETTING = (
-    "INSERT INTO {s}.settings (name, value) VALUES (%s, %s) "
-    "ON CONFLICT (name) DO UPDATE SET value = excluded.value"
-)
-_ADD_LEDGER_ENTRY = (
-    "INSERT INTO {s}.task_ledger (key, task_id, created_at) VALUES (%s, %s, %s) "
-    "ON CONFLICT DO NOTHING"
-)
-_LEDGER_HOLDER = "SELECT task_id FROM {s}.task_ledger WHERE key = %s"
-_LEDGER_ENTRY = (
-    "SELECT key, task_id, created_at, result, finished_at FROM {s}.task_ledger WHERE key = %s"
-)
-_FINISH_LEDGER_ENTRY = "UPDATE {s}.task_ledger SET result = %s, finished_at = %s WHERE key = %s"
-_TRIM_FINISHED = "DELETE FROM {s}.task_ledger WHERE finished_at < %s"
-_TRIM_OLDEST = (
-    "DELETE FROM {s}.task_ledger WHERE key IN (SELECT key FROM {s}.task_ledger "
-    "ORDER BY created_at DESC, key OFFSET %s)"
-)
-
-
 def _text(value: str) -> str:
     """Free text (a task's input, a result) as a JSON string: PostgreSQL's text holds no NUL."""
     return json.dumps(value, ensure_ascii=False)
 
 
 def _assemble(row: tuple[Any, ...]) -> TaskState:
-    """The task from `_LOAD_TASK`'s row: its task row, messages and steps' arrays."""
+    """The task from `Statements.load_task`'s row: its task row, messages and steps' arrays."""
     ids, data, outputs, snapshots = (value or [] for value in row[5:9])
     return assemble_state(
         task_input=json.loads(row[0]),

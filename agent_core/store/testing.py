@@ -175,7 +175,7 @@ class PostgresHarness(_Opened):
 
         return self._keep(PostgresStore(self.url, schema=self.schema))
 
-    def _execute(self, statement: str, params: tuple[Any, ...] = ()) -> None:
+    def _execute(self, statement: Any, params: tuple[Any, ...] = ()) -> None:
         import psycopg
 
         with psycopg.connect(self.url, autocommit=True) as conn:
@@ -183,15 +183,22 @@ class PostgresHarness(_Opened):
 
     def damage(self, task_id: str, part: str) -> None:
         """Write `DAMAGES[part]` over the task's records."""
+        from psycopg import sql
+
         table, column, value, key = DAMAGES[part]
-        self._execute(
-            f'UPDATE "{self.schema}".{table} SET {column} = %s WHERE {key} = %s', (value, task_id)
+        statement = sql.SQL("UPDATE {}.{} SET {} = %s WHERE {} = %s").format(
+            *map(sql.Identifier, (self.schema, table, column, key))
         )
+        self._execute(statement, (value, task_id))
 
     def close(self) -> None:
         """Close every store opened and remove the data."""
+        from psycopg import sql
+
         super().close()
-        self._execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+        self._execute(
+            sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema))
+        )
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -499,9 +506,9 @@ class StoreConformance:
             _in_threads(2, write)
             assert sorted(outcome)[0] == "refused" and len(outcome) == 2, outcome
             winner = int(next(o for o in outcome if o.startswith("wrote"))[-1])
-            loaded = other.load_task(task_id)
-            assert loaded is not None and loaded.version == copies[winner].version
-            assert loaded.queue == copies[winner].queue  # Nothing of the loser's.
+            loaded, won = other.load_task(task_id), copies[winner]
+            assert loaded is not None and won is not None and loaded.version == won.version
+            assert loaded.queue == won.queue  # Nothing of the loser's.
 
     def test_a_stale_runner_reloads_and_runs_the_next_step(
         self, store: Store, other: Store
@@ -556,7 +563,7 @@ class StoreConformance:
                 assert listed[task_id].steps_completed == 2
         state = other.load_task(shared)
         assert state is not None
-        inputs = [state.steps[s].input for s in state.completed]
+        inputs = [str(state.steps[s].input) for s in state.completed]
         assert sorted(inputs) == sorted(f"{i}.{n}" for i in range(6) for n in range(3))
         assert [state.steps[s].number for s in state.completed] == list(range(1, 19))
         assert sum(noted) == 18
@@ -749,7 +756,7 @@ class StoreConformance:
         mine.put_setting("prices", {"m": [1.0, 2.0]})
         theirs.put_setting("spec", {"provider": "demo"})
         got = mine.get_setting("spec")
-        assert got == {"provider": "demo"}
+        assert isinstance(got, dict) and got == {"provider": "demo"}
         got["provider"] = "changed"
         assert mine.get_setting("spec") == {"provider": "demo"}
         assert mine.get_setting("prices") == {"m": [1.0, 2.0]}
