@@ -57,7 +57,7 @@ def test_an_imported_trace_never_chooses_where_its_files_are(client, settings, t
     secret = base64.urlsafe_b64encode(b"secret.txt").decode().rstrip("=")
     got = client.get(f"/ap/v1/agent/tasks/{task_id}/artifacts/{secret}")
     assert got.status_code == 404 and "not the task's" not in got.text
-    assert "workspace" not in stored.spec  # Dropped on import: every face is safe.
+    assert stored.spec is not None and "workspace" not in stored.spec  # Dropped on import.
     root = Path(os.environ["STEPWISE_WORKSPACES"]).resolve()
     assert workspace_folder(stored) == root / task_id
 

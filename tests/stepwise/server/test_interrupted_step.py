@@ -76,6 +76,7 @@ def test_a_step_killed_mid_run_reads_interrupted_and_a_live_one_running(client, 
         env={**os.environ, "PYTHONPATH": os.getcwd()},
     )
     try:
+        assert child.stdout is not None
         task_id = child.stdout.readline().strip()
         assert child.stdout.readline().strip() == "calling"
         _stored_claim(client, task_id, time.monotonic() + 30)
