@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 from agent_core.runtime.step_runs import LIVE_RUNS, StepRun
@@ -192,7 +192,9 @@ class EventHub:
             with contextlib.suppress(RuntimeError):  # The server's loop closed: nobody listens.
                 loop.call_soon_threadsafe(self._poke, task_id)
 
-    def subscribe(self, task_id: str, is_disconnected: Callable[[], Any]) -> AsyncIterator[bytes]:
+    def subscribe(
+        self, task_id: str, is_disconnected: Callable[[], Any]
+    ) -> AsyncGenerator[bytes, None]:
         """The task's events until the client leaves; 503 past `limit` subscribers.
 
         Raises:
@@ -253,7 +255,7 @@ class EventHub:
 
     async def _stream(
         self, task_id: str, is_disconnected: Callable[[], Any], slot: _Slot
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         wake = asyncio.Event()
         feed: _Feed | None = None
         try:

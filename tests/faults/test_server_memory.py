@@ -27,7 +27,7 @@ from fastapi.testclient import TestClient
 from agent_core import AgentRunner
 from agent_core.llms import FunctionLLM
 from agent_core.llms.demo import ARITHMETIC_TASK
-from agent_core.runtime.task_cache import TASK_CACHE_SIZE
+from agent_core.runtime.task_cache import TASK_CACHE_SIZE, TaskCache
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
 from agent_core.types import StepStatus, Task, TaskState, TaskStatus
@@ -82,7 +82,9 @@ def test_a_task_whose_step_runs_is_never_evicted(tmp_path):
 
     store = SQLiteStore(tmp_path / "tasks.db")
     runner = AgentRunner(ReActAgentWorker.from_tools([], llm=FunctionLLM(slow_reply)), store=store)
-    runner.state.task_dict.size = 2
+    cache = runner.state.task_dict
+    assert isinstance(cache, TaskCache)
+    cache.size = 2
     running = runner.create_task("the slow one").task_id
     run = runner.start_step(running)
     others = [runner.create_task(f"other {n}").task_id for n in range(10)]
