@@ -146,20 +146,55 @@ def _own_folder() -> Path:
     return directory
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """A real PostgreSQL for the session (see the module docstring)."""
-    server = PostgresServer(_binaries(), _own_folder(), _free_port())
-    try:
-        server.init()
-        server.start()
-        server.create_database()
-        yield server
-    finally:
+class _Shared:
+    """One server per test process, however many modules import the fixture.
+
+    A module that imports `postgres_server` (until the root conftest loads this plugin)
+    defines a fixture of its own; each would start a server. They share this one instead,
+    and the last to finish stops it.
+    """
+
+    server: PostgresServer | None = None
+    users = 0
+
+    @classmethod
+    def take(cls) -> PostgresServer:
+        if cls.server is None:
+            server = PostgresServer(_binaries(), _own_folder(), _free_port())
+            try:
+                server.init()
+                server.start()
+                server.create_database()
+            except BaseException:
+                cls._remove(server)
+                raise
+            cls.server = server
+        cls.users += 1
+        return cls.server
+
+    @classmethod
+    def give_back(cls) -> None:
+        cls.users -= 1
+        if cls.users == 0 and cls.server is not None:
+            server, cls.server = cls.server, None
+            cls._remove(server)
+
+    @staticmethod
+    def _remove(server: PostgresServer) -> None:
         try:
             server.stop()
         finally:
             shutil.rmtree(server.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL for the session (see the module docstring)."""
+    server = _Shared.take()
+    try:
+        yield server
+    finally:
+        _Shared.give_back()
 
 
 @pytest.fixture

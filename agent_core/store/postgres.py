@@ -131,8 +131,8 @@ class PostgresStore:
                     ).fetchone()
                     if found is None:  # IF NOT EXISTS still needs the right to create one.
                         conn.execute(f'CREATE SCHEMA "{self.schema}"')
-                    for statement in TABLES:
-                        conn.execute(statement.replace("{s}", f'"{self.schema}"'))
+                    tables = ";\n".join(TABLES).replace("{s}", f'"{self.schema}"')
+                    conn.execute(tables)  # One round trip (no parameters: one query string).
                     conn.execute(self._sql.set_layout, (LAYOUT_VERSION,))
         except self._pg.Error as exc:
             raise StoreError(f"cannot create the store's tables in {self.where}: {exc}") from exc
