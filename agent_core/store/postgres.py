@@ -103,13 +103,13 @@ class PostgresStore:
 
     def _connect(self) -> Any:
         try:
-            # UTC: timestamps come back as the runtime writes them (utcnow()).
-            return self._pg.connect(
-                self.url,
-                autocommit=True,
-                connect_timeout=max(int(self._timeout), 1),
-                options="-c TimeZone=UTC",
+            conn = self._pg.connect(
+                self.url, autocommit=True, connect_timeout=max(int(self._timeout), 1)
             )
+            # Timestamps come back in UTC, as the runtime writes them (utcnow()). Set here,
+            # not in the connection's options, which would replace any the URL gives.
+            conn.execute("SET TIME ZONE 'UTC'")
+            return conn
         except self._pg.Error as exc:
             raise StoreError(
                 f"cannot connect to the PostgreSQL store at {_masked(self.url)}: {exc}",
