@@ -65,6 +65,8 @@ from agent_core.llms.pricing import PriceTable
 
 __all__ = ["DEFAULT_ANTHROPIC_MODEL", "RAW_ARGUMENTS_KEY", "AnthropicLLM"]
 
+_ANTHROPIC_HOST = "api.anthropic.com"
+
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-5"
 
 RAW_ARGUMENTS_KEY = RAW_TOOL_ARGUMENTS
@@ -379,43 +381,54 @@ class _StreamedReply:
 # --- errors ---------------------------------------------------------------------------------
 
 
+def _label(base_url: str | None) -> str:
+    """Who answered: Anthropic, or the Anthropic-compatible server `base_url` names."""
+    return (
+        "Anthropic" if not base_url or _ANTHROPIC_HOST in base_url else f"the server at {base_url}"
+    )
+
+
 @contextmanager
 def _map_api_errors(*, model: str, base_url: str, secret: str | None) -> Iterator[None]:
     """Translate every SDK exception raised inside into an `LLMError` a person can act on."""
     try:
         yield
     except anthropic.APIStatusError as err:
-        raise _status_error(err, model=model, secret=secret) from None
+        raise _status_error(err, model=model, where=_label(base_url), secret=secret) from None
     except anthropic.APITimeoutError:
         raise LLMTimeoutError(
-            f"Anthropic did not answer in time (model {model!r})",
+            f"{_label(base_url)} did not answer in time (model {model!r})",
             hint="run the step again, or build AnthropicLLM with a larger timeout= (or a lower "
             "max_tokens=) for long replies",
         ) from None
     except anthropic.APIConnectionError as err:
         cause = redact(str(err.__cause__ or err), secret)
         raise LLMConnectionError(
-            f"could not connect to Anthropic at {base_url} ({cause})",
+            f"could not connect to {_label(base_url)} at {base_url} ({cause})",
             hint="check your network connection and the base URL, then run the step again",
         ) from None
     except anthropic.AnthropicError as err:
         detail = redact(shorten(str(err)), secret)
         raise LLMError(
-            f"the call to Anthropic failed (model {model!r}): {detail}",
+            f"the call to {_label(base_url)} failed (model {model!r}): {detail}",
             hint="run the step again",
             remedy="retry",
         ) from None
 
 
-def _status_error(err: anthropic.APIStatusError, *, model: str, secret: str | None) -> LLMError:
+def _status_error(
+    err: anthropic.APIStatusError, *, model: str, where: str, secret: str | None
+) -> LLMError:
     status = err.status_code
     if status < 400:
         status = _STATUS_OF_ERROR_TYPE.get(str(err.type), 500)
     wait = retry_after(status, err.response.headers)
     detail = redact(shorten(err.api_message or err.message), secret)
-    message, _, hint = _status_message(status, detail=detail, model=model).rpartition("; ")
+    message, _, hint = _status_message(status, detail=detail, model=model, where=where).rpartition(
+        "; "
+    )
     if wait is not None:
-        message += f" (Anthropic asked to wait {wait:g}s)"
+        message += f" ({where} asked to wait {wait:g}s)"
     return LLMStatusError(
         message,
         hint=hint,
@@ -423,51 +436,49 @@ def _status_error(err: anthropic.APIStatusError, *, model: str, secret: str | No
         status=status,
         retry_after=wait,
         request_id=err.response.headers.get("request-id"),
-        params={"server": "Anthropic", "detail": detail},
+        params={"server": where, "detail": detail},
     )
 
 
-def _status_message(status: int, *, detail: str, model: str) -> str:
+def _status_message(status: int, *, detail: str, model: str, where: str) -> str:
     if status == 401:
-        return (
-            f"Anthropic rejected the API key (401: {detail}); set a valid key (ANTHROPIC_API_KEY)"
-        )
+        return f"{where} rejected the API key (401: {detail}); set a valid key (ANTHROPIC_API_KEY)"
     if status == 403:
         return (
-            f"Anthropic refused access to model {model!r} (403: {detail}); check that your "
+            f"{where} refused access to model {model!r} (403: {detail}); check that your "
             "key's workspace may use this model, or pick another model"
         )
     if status == 404:
         return (
-            f"Anthropic has no model {model!r} (404: {detail}); check the model name (e.g. "
+            f"{where} has no model {model!r} (404: {detail}); check the model name (e.g. "
             f"claude-sonnet-5), or the base URL if you set one"
         )
     if status == 429:
         return (
-            f"Anthropic rate-limited the call to {model!r} (429: {detail}); wait a moment and "
+            f"{where} rate-limited the call to {model!r} (429: {detail}); wait a moment and "
             "run the step again, or run fewer steps at once"
         )
     if status == 529:
         return (
-            f"Anthropic is overloaded (529: {detail}); this is temporary, run the step again "
+            f"{where} is overloaded (529: {detail}); this is temporary, run the step again "
             "in a moment"
         )
     if status in (400, 413):
-        return _invalid_request_message(status, detail=detail, model=model)
+        return _invalid_request_message(status, detail=detail, model=model, where=where)
     if status == 503:
         return (
-            f"Anthropic is unavailable (503: {detail}); this is usually temporary, run the step "
+            f"{where} is unavailable (503: {detail}); this is usually temporary, run the step "
             "again in a moment"
         )
     if status >= 500:
         return (
-            f"Anthropic had a server error ({status}: {detail}); run the step again once: a "
-            "server error that repeats means Anthropic cannot handle this request"
+            f"{where} had a server error ({status}: {detail}); run the step again once: a "
+            f"server error that repeats means {where} cannot handle this request"
         )
-    return f"Anthropic refused the request ({status}: {detail}); fix it and run the step again"
+    return f"{where} refused the request ({status}: {detail}); fix it and run the step again"
 
 
-def _invalid_request_message(status: int, *, detail: str, model: str) -> str:
+def _invalid_request_message(status: int, *, detail: str, model: str, where: str) -> str:
     lowered = detail.lower()
     too_long = "prompt is too long" in lowered or ("exceed" in lowered and "context" in lowered)
     if status == 413 or too_long:
@@ -480,6 +491,6 @@ def _invalid_request_message(status: int, *, detail: str, model: str) -> str:
     if "temperature" in lowered:
         hint = " (this API version takes no temperature: build AnthropicLLM without one)"
     return (
-        f"Anthropic rejected the request as invalid (400: {detail}){hint}; edit the step's "
+        f"{where} rejected the request as invalid (400: {detail}){hint}; edit the step's "
         "input or the model settings and run the step again"
     )

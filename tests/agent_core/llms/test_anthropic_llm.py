@@ -374,6 +374,31 @@ async def test_a_bad_key_fails_at_once_and_says_where_to_set_it() -> None:
     assert len(fake.bodies) == 1  # Repeating cannot fix a key.
 
 
+@pytest.mark.parametrize(
+    ("base_url", "server"),
+    [
+        ("https://api.anthropic.com", "Anthropic"),
+        ("http://127.0.0.1:9/gateway", "the server at http://127.0.0.1:9/gateway"),
+    ],
+)
+async def test_an_error_names_the_server_that_answered(base_url: str, server: str) -> None:
+    fake = FakeAnthropic(json_reply("error_401.json", 401))
+    client = anthropic.AsyncAnthropic(
+        api_key=KEY,
+        base_url=base_url,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(fake.handle)),
+        max_retries=0,
+    )
+
+    with pytest.raises(LLMError) as caught:
+        await AnthropicLLM("claude-sonnet-5", client=client).chat(
+            [ChatMessage(role="user", content="hi")]
+        )
+
+    assert str(caught.value).startswith(f"{server} rejected the API key")
+    assert caught.value.params["server"] == server  # A gateway is not called Anthropic.
+
+
 async def test_permission_denied_names_the_model() -> None:
     body = {"type": "error", "error": {"type": "permission_error", "message": "no access"}}
     fake = FakeAnthropic(httpx2.Response(403, json=body))
