@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import os
 import resource
 import signal
@@ -28,6 +29,8 @@ import time
 from pathlib import Path
 
 __all__ = ["LAUNCHER", "adopt", "mark", "pid_namespaces", "release", "sweep"]
+
+logger = logging.getLogger(__name__)
 
 LAUNCHER = Path(__file__).with_name("_sandbox_launcher.py")
 _PR_SET_CHILD_SUBREAPER = 36
@@ -56,9 +59,18 @@ def _probe() -> bool:
             capture_output=True,
             timeout=30,
         )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
+    except (OSError, subprocess.SubprocessError) as exc:
+        why = str(exc)
+    else:
+        if done.returncode == 0:
+            return True
+        why = done.stderr.decode(errors="replace").strip() or f"exit {done.returncode}"
+    logger.warning(
+        "run_python: no PID namespace here (%s); model code is held by subreapers instead,"
+        " which a process it detaches outlives only if this app is killed (README, Security)",
+        why,
+    )
+    return False
 
 
 def mark() -> int | None:

@@ -117,6 +117,7 @@ def _start_code(config: dict[str, int], argv: list[str]) -> int:
     pid = os.fork()
     if pid == 0:  # The code: limits, then exec (which resets the signal handlers).
         try:
+            _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # if the launcher dies, so does it
             _apply_limits(config)
             os.execv(argv[0], argv)
         finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import json
 import os
 import signal
@@ -67,6 +68,7 @@ print('the launcher lives on')
 )
 
 _TIERS = ["namespace", "subreaper"]
+_PR_GET_CHILD_SUBREAPER = 37
 
 
 @pytest.fixture
@@ -93,12 +95,25 @@ def _alive(pid: int) -> bool:
 
 
 def _gone(pid: int, within: float = 10.0) -> bool:
+    """Whether `pid` ended and was reaped (a zombie left to this process is not gone)."""
     deadline = time.monotonic() + within  # generous: SIGKILL lands in milliseconds
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not Path(f"/proc/{pid}").exists():
             return True
         time.sleep(0.02)
     return False
+
+
+def _zombie_children() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = Path(entry, "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):  # not a process, or it ended meanwhile
+            continue
+        if fields[0] == "Z" and int(fields[1]) == os.getpid():
+            found.append(int(entry.name))
+    return found
 
 
 def _daemon_pid(folder: Path) -> int:
@@ -135,6 +150,7 @@ async def test_a_daemon_that_kills_its_launcher_dies_with_the_step(workspace, ti
         assert error.params["signal"] == signal.SIGKILL
         assert "launcher was killed (SIGKILL, signal 9)" in str(error)
         assert "out of memory" not in str(error)
+        assert not _zombie_children()  # what this process adopted, it reaped
 
 
 async def test_a_daemon_holding_the_output_pipes_does_not_hold_the_step(workspace, tier):
@@ -200,13 +216,21 @@ def test_the_probe_decides_once():
     assert all(_containment.pid_namespaces() == first for _ in range(3))
 
 
+def _subreaper() -> bool:
+    flag = ctypes.c_int()
+    ctypes.CDLL(None).prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)
+    return bool(flag.value)
+
+
 async def test_the_fallback_sweep_leaves_this_process_own_children_alone(monkeypatch):
     monkeypatch.setattr(_containment, "pid_namespaces", lambda: False)
     own = await asyncio.create_subprocess_exec("sleep", "30")
     try:
         _containment.adopt()
+        assert _subreaper()
         await asyncio.to_thread(_containment.release)
         assert own.returncode is None and _alive(own.pid)
+        assert not _subreaper()  # only while a run lasts
     finally:
         own.kill()
         await own.wait()
