@@ -23,7 +23,7 @@ from agent_core.errors import (
 from agent_core.execute import ContextTooLongError
 from agent_core.llms.catalog import PROVIDERS
 from stepwise.http.errors import ApiError, runtime_error
-from stepwise.server.settings import _host_port
+from stepwise.server.settings import host_port
 
 __all__ = ["server_label", "stateless_error"]
 
@@ -42,7 +42,7 @@ def server_label(provider: str) -> str:
     url = os.environ.get(entry.base_url_env) if entry.base_url_env else None
     if not url:
         return entry.label
-    return f"the server at {_host_port(entry.presets.get(url, url))}"
+    return f"the server at {host_port(entry.presets.get(url, url))}"
 
 
 def stateless_error(exc: AgentCoreError, *, provider: str, model: str) -> ApiError:

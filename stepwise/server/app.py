@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Literal
@@ -33,7 +32,6 @@ Errors are JSON: `{"error": {"code", "message", "hint"}}` with a stable `code`.
 """
 
 
-_UPLOADS = re.compile(r"/ap/v1/agent/tasks/[^/]+/artifacts")
 """The one route that reads a multipart body (an artifact upload); every other reads JSON."""
 
 
@@ -81,7 +79,11 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         route_limits=[agent_protocol.UPLOAD_LIMIT],  # One limit: an artifact's.
     )
     # Added last, so it runs first: a foreign page is refused before the token is checked.
-    app.add_middleware(BrowserGuard, allowed_hosts=settings.allowed_hosts, multipart_paths=_UPLOADS)
+    app.add_middleware(
+        BrowserGuard,
+        allowed_hosts=settings.allowed_hosts,
+        multipart_paths=agent_protocol.UPLOAD_LIMIT.path,  # Uploads are multipart forms.
+    )
     install_error_handlers(app)
 
     @app.get("/health", tags=["server"], summary="Whether the server is up (no token needed)")

@@ -34,6 +34,7 @@ __all__ = [
     "ServedProvider",
     "ServerSettings",
     "check_exposure",
+    "host_port",
     "is_loopback",
 ]
 
@@ -63,7 +64,7 @@ def _default_model() -> ModelDefault:
     entry = PROVIDERS[provider]
     # Shown, never sent from here: the SDK reads the same variable when it builds the client.
     url = os.environ.get(entry.base_url_env) if entry.base_url_env else None
-    server = _host_port(entry.presets.get(url, url)) if url else None
+    server = host_port(entry.presets.get(url, url)) if url else None
     return ModelDefault(provider=provider, name=name, server=server)  # type: ignore[arg-type]
 
 
@@ -115,7 +116,7 @@ class ModelDefault:
         return f"model {entry.model_ref(self.name)} {where}"
 
 
-def _host_port(url: str) -> str:
+def host_port(url: str) -> str:
     """`host:port` of `url`; the scheme's port when it names none."""
     try:
         parts = urlsplit(url if "//" in url else f"//{url}")
