@@ -39,6 +39,7 @@ _RTTIME_LINE = "Max realtime timeout"
 _UNMARKED = 2**62  # Below "unlimited", above any real-time budget a process would be given.
 
 _lock = threading.Lock()
+_sweeping = threading.Lock()  # one sweep at a time: a pid another sweep reaped may be reused
 _probed: list[bool] = []
 _adopting = 0
 
@@ -120,6 +121,11 @@ def sweep() -> None:
     limit = mark()
     if limit is None:
         return
+    with _sweeping:
+        _sweep(limit)
+
+
+def _sweep(limit: int) -> None:
     killed: set[int] = set()
     deadline = time.monotonic() + _SWEEP_SECONDS
     while time.monotonic() < deadline:

@@ -211,9 +211,12 @@ def test_a_server_killed_mid_step_takes_the_daemon_with_it(tmp_path):
     assert _gone(daemon)
 
 
-def test_the_probe_decides_once():
-    first = _containment.pid_namespaces()
-    assert all(_containment.pid_namespaces() == first for _ in range(3))
+def test_the_probe_runs_once_per_process(monkeypatch):
+    probes = []
+    monkeypatch.setattr(_containment, "_probed", [])
+    monkeypatch.setattr(_containment, "_probe", lambda: probes.append(1) or True)
+    assert all(_containment.pid_namespaces() for _ in range(3))
+    assert probes == [1]
 
 
 def _subreaper() -> bool:
