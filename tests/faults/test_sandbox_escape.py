@@ -184,6 +184,24 @@ def test_in_an_agent_run_the_daemon_ends_with_the_step_and_the_task(workspace, t
     assert not _alive(daemon)
 
 
+def test_a_step_stopped_mid_run_takes_the_daemon_with_it(workspace, tier):
+    call = json.dumps({"code": _DAEMON + "time.sleep(60)\n"})
+    llm = ScriptedLLM([f"Action: run_python\nAction Input: {call}", "Answer: done"])
+    tool = python_tool(workspace, timeout=60)
+    agent = AgentRunner(ReActAgentWorker.from_tools([tool], llm=llm))
+    task = agent.create_task("start a daemon and wait")
+    run = agent.start_step(task.task_id)
+    pid_file = workspace.root / task.task_id / "daemon.pid"
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    daemon = _daemon_pid(pid_file.parent)
+    assert _alive(daemon)  # the step is still running
+    agent.cancel_step(task.task_id, run.step_id)
+    assert _gone(daemon)
+    agent.abandon_task(task.task_id)
+
+
 _SERVER = """
 import asyncio, sys
 from agent_core.tools.python import python_tool
