@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 export UV_NATIVE_TLS := 1
 export UV_SYSTEM_CERTS := 1
 
-.PHONY: run test bench lint format typecheck lock clean chromium redis
+.PHONY: run test bench lint format typecheck lock clean chromium redis postgres
 
 # The venv carries its own uv, which installs the pinned lock in seconds. Debian's system
 # Python needs python3-venv for `-m venv`; install it when missing (we run as root there).
@@ -40,11 +40,17 @@ redis:
 	@command -v redis-server >/dev/null 2>&1 || { \
 		apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
 
+# The store tests start their own PostgreSQL (Debian's initdb and pg_ctl, run as the postgres
+# user) on a free loopback port; Debian keeps the binaries off PATH, the tests find them.
+postgres:
+	@command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { \
+		apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; }
+
 # Two groups side by side, one per core: the browser tests (tests/e2e: Chromium and streamlit
 # servers, mostly waiting on them) and all the others (the root conftest.py splits them by
 # $STEPWISE_TEST_GROUP). The browser group's log is printed after the others'; the run fails if
 # either group does. `.venv/bin/pytest` alone runs every test in one process.
-test: lint chromium redis
+test: lint chromium redis postgres
 	@STEPWISE_TEST_GROUP=browser $(BIN)/pytest tests/e2e -p no:cacheprovider \
 		> .pytest-browser.log 2>&1 & browser=$$!; \
 	STEPWISE_TEST_GROUP=others $(BIN)/pytest; others=$$?; \
@@ -57,7 +63,7 @@ test: lint chromium redis
 # (bench/results/server_speed.json), then multi-agent services beside llama-agents (its own env:
 # bench/.venv-llama-agents; bench/results/services_speed.json), then each framework adapter's
 # per-step cost beside the framework alone (bench/results/adapters_speed.json).
-bench: $(STAMP) chromium redis
+bench: $(STAMP) chromium redis postgres
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.page_speed
 	$(BIN)/python -m bench.server_speed

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 # A real redis-server per session, shared by tests/services and tests/faults.
-pytest_plugins = ["tests._redis_server"]
+pytest_plugins = ["tests._redis_server", "tests._postgres_server"]
 
 _KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
 _LOCAL_NAMES = {"localhost", "localhost.localdomain", ""}

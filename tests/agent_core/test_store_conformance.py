@@ -14,11 +14,6 @@ from agent_core.store.testing import (
     StoreConformance,
     StoreHarness,
 )
-from tests._postgres_server import (  # noqa: F401 (fixtures, until the root conftest loads them)
-    postgres_schema,
-    postgres_server,
-    postgres_url,
-)
 
 
 class TestSQLiteStore(StoreConformance):
@@ -41,8 +36,8 @@ class TestPostgresStore(StoreConformance):
     @pytest.fixture
     def store_harness(
         self,
-        postgres_url: str,  # noqa: F811
-        postgres_schema: str,  # noqa: F811
+        postgres_url: str,
+        postgres_schema: str,
     ) -> Iterator[StoreHarness]:
         harness = PostgresHarness(postgres_url, postgres_schema)
         yield harness

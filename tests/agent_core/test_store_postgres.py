@@ -20,16 +20,11 @@ from agent_core.extras import MissingExtraError
 from agent_core.llms import ScriptedLLM
 from agent_core.store import PostgresStore
 from agent_core.workers import ReActAgentWorker
-from tests._postgres_server import (  # noqa: F401 (fixtures, until the root conftest loads them)
-    PostgresServer,
-    postgres_schema,
-    postgres_server,
-    postgres_url,
-)
+from tests._postgres_server import PostgresServer
 
 
 @pytest.fixture
-def store(postgres_url: str, postgres_schema: str) -> Iterator[PostgresStore]:  # noqa: F811
+def store(postgres_url: str, postgres_schema: str) -> Iterator[PostgresStore]:
     opened = PostgresStore(postgres_url, schema=postgres_schema)
     yield opened
     opened.close()
@@ -48,8 +43,8 @@ def _runner(store: PostgresStore) -> AgentRunner:
 
 
 def test_processes_starting_together_create_the_schema_once(
-    postgres_url: str,  # noqa: F811
-    postgres_schema: str,  # noqa: F811
+    postgres_url: str,
+    postgres_schema: str,
 ) -> None:
     """Eight stores opened at once on a new schema: no CREATE races another (advisory lock)."""
     start, opened, failures = threading.Barrier(8), [], []
@@ -80,8 +75,8 @@ def test_processes_starting_together_create_the_schema_once(
 
 def test_the_tables_live_in_their_schema_and_reopening_keeps_the_data(
     store: PostgresStore,
-    postgres_url: str,  # noqa: F811
-    postgres_schema: str,  # noqa: F811
+    postgres_url: str,
+    postgres_schema: str,
 ) -> None:
     task_id = _runner(store).create_task("hi").task_id
     store.put_setting("spec", {"provider": "demo"})
@@ -98,7 +93,7 @@ def test_the_tables_live_in_their_schema_and_reopening_keeps_the_data(
 
 def test_a_missing_psycopg_names_the_extra_to_install(
     monkeypatch: pytest.MonkeyPatch,
-    postgres_url: str,  # noqa: F811
+    postgres_url: str,
 ) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)  # What an install without it looks like.
     with pytest.raises(ImportError):
@@ -111,7 +106,7 @@ def test_a_missing_psycopg_names_the_extra_to_install(
 
 @pytest.mark.parametrize("schema", ["", "a-b", 'x"; DROP TABLE t; --', "1abc", "x" * 64])
 def test_a_schema_name_that_is_not_a_plain_name_is_refused(
-    postgres_url: str,  # noqa: F811
+    postgres_url: str,
     schema: str,
 ) -> None:
     with pytest.raises(ValueError, match="plain SQL name"):
@@ -131,8 +126,8 @@ def test_an_unreachable_server_is_a_store_error_without_the_password() -> None:
 
 
 def test_the_pool_is_bounded_and_a_wait_past_the_timeout_is_a_store_error(
-    postgres_url: str,  # noqa: F811
-    postgres_schema: str,  # noqa: F811
+    postgres_url: str,
+    postgres_schema: str,
 ) -> None:
     store = PostgresStore(postgres_url, schema=postgres_schema, max_connections=1, timeout=0.2)
     try:
@@ -146,7 +141,7 @@ def test_the_pool_is_bounded_and_a_wait_past_the_timeout_is_a_store_error(
 
 def test_after_the_server_restarts_the_store_serves_again(
     store: PostgresStore,
-    postgres_server: PostgresServer,  # noqa: F811
+    postgres_server: PostgresServer,
 ) -> None:
     """Pooled connections die with the server; at most one call fails, then new ones serve."""
     task_id = _runner(store).create_task("hi").task_id
