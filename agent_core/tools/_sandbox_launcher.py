@@ -30,6 +30,7 @@ import select
 import signal
 import sys
 import time
+from typing import NoReturn
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -140,8 +141,8 @@ def _init(config: dict[str, int], argv: list[str], report: int) -> None:
             os._exit(0)
 
 
-def _contained(config: dict[str, int], argv: list[str]) -> int | None:
-    """Run the code in a PID namespace; its wait status (None: init died, exit like it)."""
+def _contained(config: dict[str, int], argv: list[str]) -> int:
+    """Run the code in a PID namespace; its wait status (if init died, exit as it did)."""
     read, write = os.pipe()
     alive, launcher = os.pipe()
     init = 0
@@ -170,7 +171,6 @@ def _contained(config: dict[str, int], argv: list[str]) -> int | None:
         return int(os.read(read, 32))
     except ValueError:
         _exit_like(status)
-        return None
 
 
 def _children() -> list[int]:
@@ -223,7 +223,7 @@ def _reaping(config: dict[str, int], argv: list[str]) -> int:
     return status
 
 
-def _exit_like(status: int) -> None:
+def _exit_like(status: int) -> NoReturn:
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         signal.signal(number, signal.SIG_DFL)

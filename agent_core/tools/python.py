@@ -374,10 +374,9 @@ def _code_exit(reported: dict[str, object], launcher: int | None, shown: str) ->
     if "error" in reported:
         raise ToolError(f"the sandbox could not hold the code ({reported['error']}); try again")
     status = reported.get("status")
-    try:
-        return os.waitstatus_to_exitcode(status)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        pass
+    if isinstance(status, int):
+        with contextlib.suppress(ValueError):  # not a wait status
+            return os.waitstatus_to_exitcode(status)
     # No status: the launcher died before the code ended, and every process went with it.
     if launcher is not None and launcher < 0:
         number = -launcher

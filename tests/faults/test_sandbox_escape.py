@@ -128,6 +128,7 @@ async def _raw_run(workspace: Workspace, code: str) -> str:
 
 
 async def test_a_daemon_that_kills_its_launcher_dies_with_the_step(workspace, tier):
+    result = ""
     try:
         result = await _raw_run(workspace, _KILL_LAUNCHER)
     except ToolError as exc:
