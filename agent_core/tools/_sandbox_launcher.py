@@ -76,10 +76,14 @@ def _enter_pid_namespace() -> str:
         return "no unshare (not Linux)"
     for flags in [*tries, _CLONE_NEWUSER | _CLONE_NEWPID]:
         if unshare(flags) == 0:
-            if flags & _CLONE_NEWUSER:
+            if not flags & _CLONE_NEWUSER:
+                return ""
+            try:  # (an LSM may allow the namespace and refuse the map: then give up)
                 _write("/proc/self/setgroups", "deny")
                 _write("/proc/self/uid_map", f"{uid} {uid} 1")
                 _write("/proc/self/gid_map", f"{gid} {gid} 1")
+            except OSError as exc:
+                return f"cannot map the user into its namespace: {exc.strerror}"
             return ""
         why = os.strerror(ctypes.get_errno())
     return why or "unshare failed"
