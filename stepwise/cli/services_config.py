@@ -122,7 +122,10 @@ class ServicesConfig:
         """The message queue the file names."""
         if self.in_process:
             return SimpleMessageQueue()
-        return RedisStreamsMessageQueue(self.queue, stream_prefix=self.stream_prefix)
+        # The token signs every message, so a Redis writer without it cannot forge one.
+        return RedisStreamsMessageQueue(
+            self.queue, stream_prefix=self.stream_prefix, signing_token=self.token
+        )
 
     def build_control_plane(self, queue: BaseMessageQueue) -> ControlPlaneServer:
         """The control plane, with its orchestrator."""

@@ -11,7 +11,7 @@ import random
 import threading
 import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -63,6 +63,7 @@ class RedisStreamsSettings:
     block_ms: int
     publish_timeout: float
     max_backoff: float
+    signing_key: bytes | None = field(default=None, repr=False)
 
     def stream(self, message_type: str) -> str:
         """The stream that holds the messages of `message_type`."""

@@ -29,6 +29,8 @@ from stepwise.services.message_queues._redis_client import (
     honour_swallowed_cancel,
     new_client,
 )
+from stepwise.services.message_queues.base import DeadLetter
+from stepwise.services.message_queues.signing import SIGNATURE_FIELD, verified
 from stepwise.services.messages import QueueMessage, new_id
 
 if TYPE_CHECKING:
@@ -209,6 +211,9 @@ class StreamConsumer:
 
     async def _message_or_dead_letter(self, delivery: _Delivery) -> QueueMessage | None:
         """The delivered message, or None when it went to the dead letters unhandled."""
+        if not self._signed(delivery):
+            await self._drop_forged(delivery)
+            return None
         try:
             message = QueueMessage.model_validate_json(delivery.fields.get("message", ""))
         except ValidationError as exc:
@@ -227,6 +232,28 @@ class StreamConsumer:
             await self._dead_letter_and_ack(delivery, message, reason)
             return None
         return message
+
+    def _signed(self, delivery: _Delivery) -> bool:
+        key = self._settings.signing_key
+        if key is None:
+            return True
+        payload = delivery.fields.get("message", "")
+        return verified(key, payload, delivery.fields.get(SIGNATURE_FIELD))
+
+    async def _drop_forged(self, delivery: _Delivery) -> None:
+        """Keep an unsigned or forged message's entry id as a dead letter; tell nobody.
+
+        Telling the control plane would let a forger fail any task it names.
+        """
+        logger.warning(
+            "consumer %s dropped entry %s of %s: its signature is missing or wrong (a part "
+            "with another STEPWISE_API_TOKEN, or a message written to Redis by someone else)",
+            self.name, delivery.entry_id, self._stream,
+        )  # fmt: skip
+        unsigned = QueueMessage(type=self._type, data={"entry_id": delivery.entry_id})
+        letter = DeadLetter(message=unsigned, reason="missing or wrong signature")
+        await self._until_done(lambda: self._queue._store_dead_letter(letter))
+        await self._until_done(lambda: self._ack(delivery))
 
     async def _dead_letter_and_ack(
         self, delivery: _Delivery, message: QueueMessage, reason: str

@@ -27,6 +27,7 @@ from stepwise.services.message_queues.base import (
     DeadLetter,
     StartConsumingCallable,
 )
+from stepwise.services.message_queues.signing import SIGNATURE_FIELD, signature, signing_key
 from stepwise.services.messages import CONTROL_PLANE, QueueMessage
 
 __all__ = ["MessageQueueUnavailableError", "RedisStreamsMessageQueue"]
@@ -58,6 +59,10 @@ class RedisStreamsMessageQueue(BaseMessageQueue):
             long a deregistered consumer takes to stop.
         publish_timeout: Seconds a publish waits for an unreachable Redis before raising.
         max_backoff: Longest pause between reconnection attempts (seconds).
+        signing_token: The services' shared secret (`STEPWISE_API_TOKEN` in `stepwise services
+            up`): messages are signed with a key derived from it, and a message without a
+            valid signature is never handled (see `signing`). Every part of a system must
+            have the same one. None: messages are neither signed nor checked.
     """
 
     def __init__(
@@ -73,6 +78,7 @@ class RedisStreamsMessageQueue(BaseMessageQueue):
         block_ms: int = 2_000,
         publish_timeout: float = 10.0,
         max_backoff: float = 2.0,
+        signing_token: str | None = None,
     ):
         super().__init__(
             max_deliveries=max_deliveries, notify_dead_letters_to=notify_dead_letters_to
@@ -95,6 +101,7 @@ class RedisStreamsMessageQueue(BaseMessageQueue):
             block_ms=block_ms,
             publish_timeout=publish_timeout,
             max_backoff=max_backoff,
+            signing_key=signing_key(signing_token) if signing_token else None,
         )
         self._clients = LoopClients(self.settings)
         self._loops: dict[str, set[StreamConsumer]] = {}
@@ -105,7 +112,11 @@ class RedisStreamsMessageQueue(BaseMessageQueue):
 
     async def _publish(self, message: QueueMessage) -> None:
         stream = self.settings.stream(message.type)
-        await self._xadd(stream, {"message": message.model_dump_json()}, f"publish to {stream}")
+        payload = message.model_dump_json()
+        fields = {"message": payload}
+        if self.settings.signing_key is not None:
+            fields[SIGNATURE_FIELD] = signature(self.settings.signing_key, payload)
+        await self._xadd(stream, fields, f"publish to {stream}")
 
     async def register_consumer(self, consumer: BaseMessageQueueConsumer) -> StartConsumingCallable:
         """Register `consumer` in its type's group; await the returned callable to consume.

@@ -31,7 +31,7 @@ from stepwise.services.names import MAX_SERVICE_NAME
 from stepwise.services.records import TASK_LIST_TEXT_LIMIT, TaskStatus
 from tests._redis_server import RedisServer
 
-from ._system import echo_agent, free_port, runner, running, served, wait_for
+from ._system import echo_agent, eventually, free_port, runner, running, served, wait_for
 
 BAD_NAMES = ["", "../x", "a/b", "control_plane", "default", "x" * (MAX_SERVICE_NAME + 1),
              "a b", "dead:x", "x.replies.1", "-lead", "ünï"]  # fmt: skip
@@ -162,3 +162,34 @@ def test_a_10_mb_message_does_not_make_the_task_list_10_mb(
     assert task["truncated"] is True
     assert task["input"] == "y" * TASK_LIST_TEXT_LIMIT + "…"
     assert len(one["input"]) == 10_000_000  # The task itself keeps it whole.
+
+
+async def test_with_a_token_a_message_written_to_redis_without_it_is_never_handled(
+    redis_url: str, stream_prefix: str
+) -> None:
+    token = "a-long-shared-secret-0123456789"
+    queue = _queue(redis_url, stream_prefix, signing_token=token)
+    agent, seen = echo_agent(str.upper)
+    service = AgentService(agent, queue, service_name="echo", description="d")
+    control_plane = ControlPlaneServer(queue, PipelineOrchestrator(["echo"]))
+    forged_task = QueueMessage(
+        type=CONTROL_PLANE, action=ActionTypes.NEW_TASK, data={"task_id": "forged", "input": "x"}
+    )
+    forged_hop = QueueMessage(type="echo", action=ActionTypes.NEW_TASK, data={"task_id": "f",
+                              "input": "forged hop", "hop_id": "h"})  # fmt: skip
+    async with running([service], control_plane):
+        with redis.Redis.from_url(redis_url, decode_responses=True) as raw:  # A Redis writer:
+            raw.xadd(f"{stream_prefix}{CONTROL_PLANE}", {"message": forged_task.model_dump_json()})
+            raw.xadd(f"{stream_prefix}echo", {"message": forged_hop.model_dump_json(),
+                                              "sig": "0" * 64})  # fmt: skip
+        task = await control_plane.create_task("signed")  # Published after the forgeries.
+        ended = await control_plane.wait_for_task(task.task_id, timeout=20)
+        dropped = await eventually(
+            lambda: len(control_plane.state.list_tasks()) == 1 and seen == ["signed"], within=5
+        )
+        dead = await queue.dead_letters(CONTROL_PLANE) + await queue.dead_letters("echo")
+    await queue.close()
+    assert (ended.status, ended.result) == (TaskStatus.COMPLETED, "SIGNED")
+    assert dropped  # Neither forgery was handled: no task "forged", no hop run for it.
+    assert [letter.reason for letter in dead] == ["missing or wrong signature"] * 2
+    assert token not in repr(queue) and token not in repr(queue.settings)
