@@ -1,7 +1,7 @@
 """The app's pages by name, so a component can link or switch to one however the app started.
 
 The app registers its pages here on each run (`stepwise.app.main`): as the files in the
-checkout's `pages/` (`make run`, AppTest) or as the page functions that ship in the package
+checkout's `app_pages/` (`make run`, AppTest) or as the page functions that ship in the package
 (`stepwise ui`). `st.switch_page` and `st.page_link` want the very page that was registered,
 so a component asks for it by name instead of spelling a file path.
 """
@@ -26,8 +26,8 @@ def register(pages: Mapping[str, StreamlitPage]) -> None:
 
 
 def page(name: str) -> StreamlitPage | str:
-    """The page registered as `name`; else its file in `pages/` (a component run on its own)."""
-    return _pages.get(name) or f"pages/{name}.py"
+    """The page registered as `name`; else its file in `app_pages/` (a component run on its own)."""
+    return _pages.get(name) or f"app_pages/{name}.py"
 
 
 def switch_to(name: str) -> NoReturn:

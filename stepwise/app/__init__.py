@@ -1,7 +1,7 @@
 """The Streamlit app, shipped in the package: its pages, its navigation and its settings.
 
 `stepwise ui` runs it from any folder (`streamlit run` on `entry_script()`, with `config.toml`
-passed as flags); the checkout's `app.py` and `pages/` are thin entry points over the same
+passed as flags); the checkout's `app.py` and `app_pages/` are thin entry points over the same
 page functions, for `make run`. Importing this package imports no Streamlit: the command reads
 its paths and settings before it starts the app.
 

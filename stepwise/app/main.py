@@ -7,7 +7,7 @@ browser tests depend on them.
 
 The same pages run two ways. `stepwise ui` (the installed app) runs each page's function
 from `stepwise.app.views`, imported when the page is first opened. The checkout's `app.py`
-passes `page_files`, its `pages/` folder, whose files call the same functions: `make run` and
+passes `page_files`, its `app_pages/` folder, whose files call the same functions: `make run` and
 AppTest (which switches pages by file) run the files.
 """
 
@@ -31,7 +31,7 @@ class AppPage:
     """One page of the app.
 
     Attributes:
-        name: Its URL path, its module in `stepwise.app.views` and its file in `pages/`.
+        name: Its URL path, its module in `stepwise.app.views` and its file in `app_pages/`.
         title: Its name in the menu.
         icon: Its menu icon, if any.
         default: The page "/" opens.
@@ -76,7 +76,7 @@ def main(*, page_files: Path | None = None) -> None:
 
     Args:
         page_files: A folder holding one script per page (`home.py`, ...) to run instead of
-            the page functions: the checkout's `pages/`.
+            the page functions: the checkout's `app_pages/`.
     """
     st.set_page_config(page_title="Stepwise", layout="wide")
     pages = {page.name: _streamlit_page(page, page_files) for page in PAGES}

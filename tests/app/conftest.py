@@ -13,7 +13,7 @@ and every page work) on a fresh SQLite file in `tmp_path`:
   written by tools land in `tmp_path / "workspaces"` either way, never in the repository.
 
 Call `app.run()` yourself (after setting `app.session_state` or `app.query_params` if the
-test needs them), and switch pages with `app.switch_page("pages/tasks.py")`. `make_app()`
+test needs them), and switch pages with `app.switch_page("app_pages/tasks.py")`. `make_app()`
 (or `new_app()`) builds another AppTest on the same database: a reload, or a second tab;
 clear the caches before it to simulate a server restart.
 """

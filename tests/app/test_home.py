@@ -13,7 +13,7 @@ from agent_core.store import SQLiteStore
 
 def test_the_start_page_says_what_stepwise_is_and_links_every_page(app: AppTest):
     app.run()
-    app.switch_page("pages/home.py").run()
+    app.switch_page("app_pages/home.py").run()
     assert not app.exception
     assert [t.value for t in app.title] == ["Stepwise"]
     intro = [m.value for m in app.markdown]

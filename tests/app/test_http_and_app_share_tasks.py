@@ -22,10 +22,10 @@ def test_tasks_are_shared_both_ways_while_both_run(app: AppTest, db_path: Path):
         task_id = over_http.json()["task_id"]
         httpx.post(f"{url}/ap/v1/agent/tasks/{task_id}/steps", json={}, timeout=30)
 
-        app.switch_page("pages/tasks.py").run()
+        app.switch_page("app_pages/tasks.py").run()
         assert f"{SEED} (HTTP)" in [t.value for t in app.text]
 
-        app.switch_page("pages/stepper.py")
+        app.switch_page("app_pages/stepper.py")
         app.query_params["task"] = task_id
         app.run()
         assert not app.exception

@@ -99,7 +99,7 @@ def test_estimated_tokens_show_approx_on_the_card_the_task_and_the_tasks_page(
     _open(app, task)
     assert card_titles(app)[0].startswith("Step 1 · llm · ≈1,234 tokens")
     assert any("≈1,234 tokens" in c.value for c in app.caption)  # the task's totals
-    app.switch_page("pages/tasks.py").run()
+    app.switch_page("app_pages/tasks.py").run()
     ok(app)
     assert any("≈1,234 tokens" in c.value for c in app.caption if " · id " in c.value)
 
@@ -140,12 +140,12 @@ def test_max_tokens_from_settings_is_each_new_tasks_default_and_a_task_may_chang
     app: AppTest, db_path: Path
 ) -> None:
     ok(app.run())
-    app.switch_page("pages/settings.py").run()
+    app.switch_page("app_pages/settings.py").run()
     app.number_input(key="settings-max-tokens").set_value(512).run()
     app.button(key="settings-save-model").click().run()
     assert saved_spec(db_path).max_tokens == 512
 
-    app.switch_page("pages/stepper.py").run()
+    app.switch_page("app_pages/stepper.py").run()
     assert app.number_input(key="form-max-tokens").value == 512  # Settings' cap by default
     type_task(app, "What is 2 + 3?")
     first = task_id(app)

@@ -26,7 +26,7 @@ DEMO_LINE = "Agent: ReAct · Model: Demo model — scripted replies, not a real 
 
 def _tasks_page(app: AppTest) -> AppTest:
     app.run()
-    app.switch_page("pages/tasks.py").run()
+    app.switch_page("app_pages/tasks.py").run()
     assert not app.exception, [e.value for e in app.exception]
     return app
 

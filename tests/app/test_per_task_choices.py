@@ -25,7 +25,7 @@ def ok(at: AppTest) -> AppTest:
 
 def _save_server_in_settings(app: AppTest) -> None:
     ok(app.run())
-    app.switch_page("pages/settings.py")
+    app.switch_page("app_pages/settings.py")
     ok(app.run())
     app.selectbox(key="settings-provider").select(CUSTOM).run()
     app.text_input(key="settings-base-url").input(SERVER)
@@ -37,7 +37,7 @@ def test_a_demo_task_from_the_form_leaves_the_saved_settings_and_other_sessions_
     app: AppTest, make_app: Callable[[], AppTest], db_path: Path
 ) -> None:
     _save_server_in_settings(app)
-    app.switch_page("pages/stepper.py")
+    app.switch_page("app_pages/stepper.py")
     ok(app.run())
     assert app.selectbox(key="form-provider").value == "openai"  # the saved defaults
     assert app.text_input(key="form-base-url-openai").value == SERVER
@@ -50,7 +50,7 @@ def test_a_demo_task_from_the_form_leaves_the_saved_settings_and_other_sessions_
 
     saved = saved_spec(db_path)
     assert (saved.provider, saved.base_url, saved.tool_approval) == ("openai", SERVER, False)
-    app.switch_page("pages/settings.py")
+    app.switch_page("app_pages/settings.py")
     ok(app.run())
     assert app.selectbox(key="settings-provider").value == CUSTOM
     assert app.text_input(key="settings-base-url").value == SERVER
@@ -73,6 +73,6 @@ def test_the_form_keeps_its_last_choices_for_this_session_until_settings_saves(
     ok(new_task.click().run())
     assert app.selectbox(key="form-provider").value == "demo"  # this session's last task
     _save_server_in_settings(app)
-    app.switch_page("pages/stepper.py")
+    app.switch_page("app_pages/stepper.py")
     ok(app.run())
     assert app.selectbox(key="form-provider").value == "openai"  # Settings saved new defaults

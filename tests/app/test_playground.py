@@ -14,7 +14,7 @@ SEED = "What is (121 * 3) + 42?"
 
 def _open(app: AppTest) -> AppTest:
     app.run()
-    return app.switch_page("pages/playground.py").run()
+    return app.switch_page("app_pages/playground.py").run()
 
 
 def _button(app: AppTest, label: str):

@@ -115,7 +115,7 @@ def test_runner_for_gives_the_openai_key_to_openai_only(
 
 def _settings(app: AppTest) -> AppTest:
     app.run()
-    app.switch_page("pages/settings.py")
+    app.switch_page("app_pages/settings.py")
     return app.run()
 
 
@@ -145,7 +145,7 @@ def test_a_key_typed_for_a_server_reaches_it_when_a_step_runs_and_is_written_now
             app.text_input(key=f"settings-key-{slug}").input(key)
             app.button(key=f"settings-use-key-{slug}").click().run()
 
-        app.switch_page("pages/stepper.py").run()
+        app.switch_page("app_pages/stepper.py").run()
         app.text_area(key="form-task").input("What is 2 + 3?").run()
         _ok(app.button(key="form-create").click().run())
         (run,) = [b for b in app.button if b.key and b.key.startswith("run-")]

@@ -44,7 +44,7 @@ def services_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture
 def page(services_env: Path) -> AppTest:
     app = new_app()
-    app.switch_page("pages/services.py")
+    app.switch_page("app_pages/services.py")
     app.run()
     assert not app.exception
     return app
@@ -174,7 +174,7 @@ def test_a_step_mode_hop_edited_on_the_page_runs_another_service(page: AppTest) 
 
 def test_an_unreachable_control_plane_says_how_to_start_one(services_env: Path) -> None:
     app = new_app()
-    app.switch_page("pages/services.py")
+    app.switch_page("app_pages/services.py")
     app.session_state["services.mode"] = "A control plane at a URL"
     app.session_state["services.url"] = "http://127.0.0.1:9"  # Nothing listens on port 9.
     app.run()

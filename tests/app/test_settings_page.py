@@ -37,7 +37,7 @@ def _leaks(text: str) -> bool:
 
 def _open_settings(app: AppTest) -> AppTest:
     app.run()
-    app.switch_page("pages/settings.py")
+    app.switch_page("app_pages/settings.py")
     return app.run()
 
 
@@ -122,7 +122,7 @@ def _files_containing(root: Path, needle: str) -> list[Path]:
 
 
 def _create_task_on_stepper(app: AppTest, text: str) -> None:
-    app.switch_page("pages/stepper.py").run()
+    app.switch_page("app_pages/stepper.py").run()
     app.text_area(key="form-task").input(text).run()
     app.button(key="form-create").click().run()
     assert not app.exception
@@ -260,7 +260,7 @@ def test_a_typed_key_lives_only_in_the_session(app: AppTest, tmp_path: Path, db_
     assert not _leaks(_texts(app))
 
     # Use it: a task created on OpenAI with this key stores its spec, never the key.
-    _choose(app.switch_page("pages/settings.py").run(), "openai")
+    _choose(app.switch_page("app_pages/settings.py").run(), "openai")
     _save_model(app)
     _create_task_on_stepper(app, "what is 2 + 3?")
     assert db_path.exists()
@@ -536,7 +536,7 @@ def test_saved_settings_that_cannot_be_read_give_the_defaults_and_say_so_once(
 
     app.run()  # The stepper, where a session starts, says so first.
     assert "could not be read" in _texts(app)
-    app.switch_page("pages/settings.py")
+    app.switch_page("app_pages/settings.py")
     app.run()
 
     assert not app.exception

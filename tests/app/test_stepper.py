@@ -37,7 +37,7 @@ from components.step_card import card_title
 from .conftest import stored
 
 CARDS_SHOWN = 10
-"""The page's window of completed-step cards (pages/stepper.py)."""
+"""The page's window of completed-step cards (app_pages/stepper.py)."""
 TASK_KEY = "stepwise.task_id"
 """Where components/state.py keeps the current task id in session state."""
 HOSTILE = "<img src=x onerror=alert(1)>"

@@ -39,7 +39,7 @@ def test_a_continued_conversation_is_listed_together_under_its_first_question(ap
     third = _finished(runner, "And doubled again?", after=second)
 
     app.run()
-    app.switch_page("pages/tasks.py").run()
+    app.switch_page("app_pages/tasks.py").run()
 
     assert not app.exception, app.exception
     # The conversation (updated last) first, its tasks together and newest first.

@@ -47,7 +47,7 @@ def _make_task(db_path: Path, text: str, *, run: bool = True) -> str:
 
 def _tasks_page(app: AppTest) -> AppTest:
     app.run()
-    app.switch_page("pages/tasks.py").run()
+    app.switch_page("app_pages/tasks.py").run()
     assert not app.exception, app.exception
     return app
 
@@ -180,7 +180,7 @@ def test_importing_an_exported_trace_opens_a_new_read_only_task(app, db_path, de
     assert tasks[imported].imported
     assert tasks[imported].steps_completed == 1
     # Back on the list, the imported task is the newest row.
-    app.switch_page("pages/tasks.py").run()
+    app.switch_page("app_pages/tasks.py").run()
     assert _open_buttons(app)[0] == imported
 
 

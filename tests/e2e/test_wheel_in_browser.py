@@ -5,7 +5,7 @@ build writes nothing into the checkout) and installed with its app extra into a 
 offline, from the cache `make test`'s install filled, at the lock's versions: no test reaches
 the network. The user's project is a folder of its own holding one agent file; `stepwise ui
 --agent ...` runs there from the venv, and Chromium creates a task with that agent and runs a
-step. The venv must hold nothing of the checkout: no `app.py`, no `pages/`, no path into it.
+step. The venv must hold nothing of the checkout: no `app.py`, no `app_pages/`, no path into it.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ print(json.dumps({
     "entry": str(entry_script()),
     "path": sys.path,
     "app_module": importlib.util.find_spec("app") is not None,
-    "pages_module": importlib.util.find_spec("pages") is not None,
+    "pages_module": importlib.util.find_spec("app_pages") is not None,
 }))
 """
 _WITHOUT_ANTHROPIC = """
@@ -154,7 +154,7 @@ def test_the_venv_holds_the_installed_package_and_nothing_of_the_checkout(venv, 
     for entry in where["path"]:
         folder = Path(entry or project).resolve()
         assert not folder.is_relative_to(ROOT), entry
-        assert not (folder / "app.py").exists() and not (folder / "pages").exists(), entry
+        assert not (folder / "app.py").exists() and not (folder / "app_pages").exists(), entry
     assert not where["app_module"] and not where["pages_module"]
     # The app extra brings no Anthropic SDK: asking for its model names the extra to install.
     assert 'pip install "stepwise[anthropic]"' in _run(venv, project, _WITHOUT_ANTHROPIC)
