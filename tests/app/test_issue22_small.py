@@ -64,11 +64,11 @@ def test_a_401_from_a_local_server_points_at_the_servers_key_in_settings(
         assert "this browser session has none for it" in said and "a reload drops it" in said
         assert "API keys on the Settings page" in said
 
-        app.switch_page("pages/settings.py")
+        app.switch_page("app_pages/settings.py")
         ok(app.run())  # the open task's server is offered a key there
         app.text_input(key="settings-key-server").input("server-key-1")
         ok(app.button(key="settings-use-key-server").click().run())
-        app.switch_page("pages/stepper.py")
+        app.switch_page("app_pages/stepper.py")
         ok(app.run())
         said = boxes(app)
         assert "refused the request's key (status 401)" in said
@@ -112,11 +112,17 @@ def test_a_task_with_one_failed_step_to_retry_reads_active(app: AppTest, db_path
 
 
 def run_with_agents(app: AppTest, monkeypatch: Any, agents: dict[str, str]) -> None:
-    """Run the app as `stepwise ui --agent NAME=TARGET ...` would start it, once."""
+    """Run the app as `stepwise ui --agent NAME=TARGET ...` would start it, each agent picked.
+
+    On the form an agent is imported only once picked (issue 23, item 12).
+    """
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setenv(AGENTS_ENV, json.dumps(agents))
     try:
         ok(app.run())
+        form = [box for box in app.selectbox if box.key == "form-worker"]
+        for name in agents if form else ():
+            ok(form[0].set_value(f"agent:{name}").run())
     finally:
         forget_user_modules()
 
