@@ -171,6 +171,18 @@ async def test_a_daemon_that_only_detaches_dies_with_the_step(workspace, tier):
     assert _gone(_daemon_pid(workspace.folder()))
 
 
+async def test_one_runs_sweep_spares_the_code_of_another(tmp_path, tier):
+    def tool(name: str):
+        return python_tool(Workspace(tmp_path / name), timeout=30)
+
+    calm = "import time\ntime.sleep(1.5)\nprint('calm finished')"
+    attacks = [tool(f"attack{n}").acall({"code": _KILL_LAUNCHER}) for n in range(3)]
+    done = await asyncio.gather(tool("calm").acall({"code": calm}), *attacks)
+    assert done[0].content == "exit code: 0\nstdout:\ncalm finished\n", done[0].content
+    for n in range(3):
+        assert _gone(_daemon_pid(Workspace(tmp_path / f"attack{n}").folder()))
+
+
 def test_in_an_agent_run_the_daemon_ends_with_the_step_and_the_task(workspace, tier):
     call = json.dumps({"code": _KILL_LAUNCHER})
     llm = ScriptedLLM([f"Action: run_python\nAction Input: {call}", "Answer: done"])
