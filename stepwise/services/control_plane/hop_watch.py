@@ -87,11 +87,15 @@ class HopWatch:
         live = {hop.hop_id for hop in server.state.sent_hops()}
         self._deadlines = {h: d for h, d in self._deadlines.items() if h in live}
         self._resent &= live
+        served: dict[str, bool] = {}  # Asked once per service per pass, however many hops.
         for hop in server.state.sent_hops():
             deadline = self._deadlines.setdefault(hop.hop_id, hop.updated_at + server.hop_timeout)
             if now < deadline:
                 continue
-            if await server.message_queue.has_live_consumer(hop.service_name or ""):
+            name = hop.service_name or ""
+            if name not in served:
+                served[name] = await server.message_queue.has_live_consumer(name)
+            if served[name]:
                 self._deadlines[hop.hop_id] = now + server.hop_timeout
             else:
                 await self._time_out(hop, now)
