@@ -80,6 +80,8 @@ ERROR_CODES: Mapping[str, str] = {
     "when known)",
     "model_not_configured": "a provider needs an API key and has none (`provider`, `key_env`)",
     "store_error": "the store could not read or write",
+    "unsupported_store_url": "a database URL names a scheme (`scheme`) no store reads; "
+    "`supported` lists those that are (a path is a SQLite file)",
     "user_code_error": "the user's own agent or tools failed to load (`target`)",
     "invalid_conversation": "the messages or tools cannot make a conversation",
     "context_too_long": "the conversation is longer than the model's context",

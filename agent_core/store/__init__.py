@@ -13,6 +13,7 @@ from agent_core.store.memory import InMemoryStore
 from agent_core.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:  # Loaded on first use (below): psycopg is an extra.
+    from agent_core.store.open import open_store
     from agent_core.store.postgres import PostgresStore
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "TaskChange",
     "TaskLedger",
     "TaskSummary",
+    "open_store",
 ]
 
 
@@ -34,4 +36,8 @@ def __getattr__(name: str) -> Any:
         from agent_core.store.postgres import PostgresStore
 
         return PostgresStore
+    if name == "open_store":  # Loaded like PostgresStore, which it may open.
+        from agent_core.store.open import open_store
+
+        return open_store
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -37,7 +37,7 @@ from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
 from agent_core.store.ledger import LedgerEntry
 from agent_core.types import StepSnapshot, TaskState, TaskStatus, TaskStep, utcnow
 
-__all__ = ["PostgresStore"]
+__all__ = ["PostgresStore", "masked_url"]
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
@@ -61,8 +61,8 @@ def _lock_key(name: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def _masked(url: str) -> str:
-    """The URL (or libpq key=value string) without its password, for messages and repr."""
+def masked_url(url: str) -> str:
+    """The URL (or libpq key=value string) without its password: for messages, repr and logs."""
     url = re.sub(r"://([^:/@]*):[^@/]*@", r"://\1:***@", url)
     return re.sub(r"(password\s*=\s*)('[^']*'|\S+)", r"\1***", url)
 
@@ -93,7 +93,7 @@ class PostgresStore:
             )
         self.url = url
         self.schema = schema
-        self.where = f"{_masked(url)} (schema {schema})"
+        self.where = f"{masked_url(url)} (schema {schema})"
         self._sql = Statements.in_schema(schema)
         self._timeout = timeout
         self._pool = ConnectionPool(
@@ -112,7 +112,7 @@ class PostgresStore:
             return conn
         except self._pg.Error as exc:
             raise StoreError(
-                f"cannot connect to the PostgreSQL store at {_masked(self.url)}: {exc}",
+                f"cannot connect to the PostgreSQL store at {masked_url(self.url)}: {exc}",
                 hint="check the URL, that the server runs and accepts this user",
             ) from exc
 
