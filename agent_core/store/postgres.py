@@ -418,7 +418,7 @@ class PostgresStore:
         self._pool.close()
 
     def __repr__(self) -> str:
-        return f"PostgresStore({_masked(self.url)!r}, schema={self.schema!r})"
+        return f"PostgresStore({masked_url(self.url)!r}, schema={self.schema!r})"
 
 
 def _text(value: str) -> str:
