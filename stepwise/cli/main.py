@@ -9,8 +9,10 @@ from pathlib import Path
 
 from agent_core.errors import AgentCoreError, UserError
 from agent_core.extras import require
+from agent_core.store.open import is_url
 from agent_core.telemetry import hooks as telemetry_hooks
 from agent_core.user_code.registry import EntryKind, parse_entry
+from stepwise.cli.db import add_db_parser, run_db
 from stepwise.cli.services_args import add_services_parser
 
 __all__ = ["build_parser", "main"]
@@ -67,7 +69,9 @@ def _port(text: str) -> int:
     return port
 
 
-def _db(text: str) -> Path:
+def _db(text: str) -> Path | str:
+    if is_url(text):  # A database server's URL (`open_store` says which schemes it reads).
+        return text
     path = Path(text).expanduser().resolve()
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a folder; give the database file's path")
@@ -95,7 +99,7 @@ Then open http://127.0.0.1:8000/docs.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `stepwise` argument parser (subcommands: `ui`, `serve`, `services`)."""
+    """The `stepwise` argument parser (subcommands: `ui`, `serve`, `services`, `db`)."""
     parser = argparse.ArgumentParser(prog="stepwise", description=_DESCRIPTION)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     ui = commands.add_parser(
@@ -120,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_shared_arguments(serve, default_port=8000)
     add_services_parser(commands)
+    add_db_parser(commands)
     return parser
 
 
@@ -127,8 +132,9 @@ def _add_shared_arguments(command: argparse.ArgumentParser, *, default_port: int
     command.add_argument(
         "--db",
         type=_db,
-        metavar="PATH",
-        help="the SQLite file that keeps the tasks (default: ./stepwise.db, or $STEPWISE_DB)",
+        metavar="PATH|URL",
+        help="where the tasks are kept: a SQLite file, or a team's postgresql:// URL "
+        "(default: $STEPWISE_DB, else ./stepwise.db)",
     )
     command.add_argument(
         "--port", type=_port, metavar="N", help=f"the port to serve on (default: {default_port})"
@@ -195,6 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "services":
         return _services(args)
+    if args.command == "db":
+        return run_db(args)
     agents = _by_name(args.command_parser, args.agents, "--agent")
     tools = _by_name(args.command_parser, args.tools, "--tools")
     mcp = _by_name(args.command_parser, args.mcp, "--mcp")

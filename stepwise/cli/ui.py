@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agent_core.extras import require
+from agent_core.store.open import masked_target
 from agent_core.user_code.registry import AGENTS_ENV, MCP_ENV, TOOLS_ENV
 from stepwise.app import entry_script
 from stepwise.app.config import streamlit_flags
@@ -24,7 +25,7 @@ from stepwise.app.config import streamlit_flags
 __all__ = ["DB_ENV", "run_ui", "streamlit_command", "ui_environment"]
 
 DB_ENV = "STEPWISE_DB"
-"""The app's database path (`components.runtime.DB_ENV`)."""
+"""The app's database: a path or a URL (`components.runtime.DB_ENV`)."""
 
 
 def streamlit_command(*, port: int | None = None) -> list[str]:
@@ -41,7 +42,7 @@ def streamlit_command(*, port: int | None = None) -> list[str]:
 
 def ui_environment(
     *,
-    db: Path | None,
+    db: Path | str | None,
     agents: Mapping[str, str],
     tools: Mapping[str, str],
     mcp: Mapping[str, str] | None = None,
@@ -67,7 +68,7 @@ def ui_environment(
 def run_ui(
     *,
     port: int | None,
-    db: Path | None,
+    db: Path | str | None,
     agents: Mapping[str, str],
     tools: Mapping[str, str],
     mcp: Mapping[str, str] | None = None,
@@ -82,7 +83,7 @@ def run_ui(
     require("app", feature="stepwise ui")
     command = streamlit_command(port=port)
     env = ui_environment(db=db, agents=agents, tools=tools, mcp=mcp)
-    where = env.get(DB_ENV, "stepwise.db")
+    where = masked_target(env.get(DB_ENV) or "stepwise.db")  # A URL's password is not logged.
     print(f"Stepwise: project folder {Path.cwd()}, database {where}", file=sys.stderr, flush=True)
     if os.name == "posix":
         # exec: Ctrl+C and a service manager's SIGTERM reach Streamlit itself.
