@@ -35,6 +35,7 @@ from agent_core.llms.base import (
     Usage,
 )
 from agent_core.llms.pricing import PriceTable
+from agent_core.redaction import safe_url
 
 __all__ = ["SDKChatModel"]
 
@@ -223,5 +224,5 @@ class SDKChatModel(ABC, Generic[ClientT, CompletionT, EventT]):
             errors=lambda: self._map_errors(client),
             usage_of=lambda message: self._stream_usage(reply, messages, message),
             default_model=self.model,
-            where=f"the server at {self.base_url}",
+            where=f"the server at {safe_url(self.base_url)}",
         )

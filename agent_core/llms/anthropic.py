@@ -62,6 +62,7 @@ from agent_core.llms.base import (
 )
 from agent_core.llms.content import ImagePart, TextPart
 from agent_core.llms.pricing import PriceTable
+from agent_core.redaction import safe_url, scrub
 
 __all__ = ["DEFAULT_ANTHROPIC_MODEL", "RAW_ARGUMENTS_KEY", "AnthropicLLM"]
 
@@ -383,9 +384,9 @@ class _StreamedReply:
 
 def _label(base_url: str | None) -> str:
     """Who answered: Anthropic, or the Anthropic-compatible server `base_url` names."""
-    return (
-        "Anthropic" if not base_url or _ANTHROPIC_HOST in base_url else f"the server at {base_url}"
-    )
+    if not base_url or _ANTHROPIC_HOST in base_url:
+        return "Anthropic"
+    return f"the server at {safe_url(base_url)}"
 
 
 @contextmanager
@@ -404,7 +405,7 @@ def _map_api_errors(*, model: str, base_url: str, secret: str | None) -> Iterato
     except anthropic.APIConnectionError as err:
         cause = redact(str(err.__cause__ or err), secret)
         raise LLMConnectionError(
-            f"could not connect to {_label(base_url)} at {base_url} ({cause})",
+            f"could not connect to {_label(base_url)} at {safe_url(base_url)} ({scrub(cause)})",
             hint="check your network connection and the base URL, then run the step again",
         ) from None
     except anthropic.AnthropicError as err:

@@ -62,6 +62,7 @@ from agent_core.llms.catalog import (
 )
 from agent_core.llms.content import ImagePart
 from agent_core.llms.pricing import PriceTable
+from agent_core.redaction import safe_url, scrub
 
 __all__ = ["OPENAI_COMPATIBLE_PRESETS", "RAW_ARGUMENTS_KEY", "OpenAILLM"]
 
@@ -411,7 +412,7 @@ class _StreamedReply:
 
 
 def _label(base_url: str) -> str:
-    return "OpenAI" if _OPENAI_HOST in base_url else f"the server at {base_url}"
+    return "OpenAI" if _OPENAI_HOST in base_url else f"the server at {safe_url(base_url)}"
 
 
 @contextmanager
@@ -428,7 +429,7 @@ def _map_api_errors(
     except openai.APIConnectionError as err:
         cause = redact(str(err.__cause__ or err), secret)
         raise LLMConnectionError(
-            f"could not reach the server at {base_url} ({cause})",
+            f"could not reach the server at {safe_url(base_url)} ({scrub(cause)})",
             hint="check that it is running, that the base URL is right, and your network",
         ) from None
     except openai.OpenAIError as err:
