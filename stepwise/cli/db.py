@@ -61,8 +61,8 @@ class CopyCounts:
     ledger_rows: Tally = field(default_factory=Tally)
     settings: Tally = field(default_factory=Tally)
     conversations: Tally = field(default_factory=Tally)
-    damaged: list[str] = field(default_factory=list)
-    """The ids of the source's tasks that could not be read (skipped)."""
+    skipped: list[str] = field(default_factory=list)
+    """The ids of the source's tasks that could not be read (damaged), so were not copied."""
 
     @property
     def match(self) -> bool:
@@ -165,22 +165,7 @@ def copy_store(
     if not replace:
         _refuse_overwrites(src, dst, summaries, names)
     _refuse_ledger_clashes(dst, ledger)
-    copied: dict[str, int] = {}  # task id -> its steps
-    for summary in summaries:
-        state = _readable(src, summary.task_id, counts, log)
-        if state is None:
-            continue
-        _copy_task(src, dst, state, ledger.get(state.task_id, []), replace=replace)
-        copied[state.task_id] = len(state.steps)
-        counts.ledger_rows.copied += len(ledger.get(state.task_id, []))
-    counts.tasks.copied, counts.steps.copied = len(copied), sum(copied.values())
-    counts.ledger_rows.skipped = counts.ledger_rows.source - counts.ledger_rows.copied
-    if counts.ledger_rows.skipped and log is not None:
-        print(
-            f"warning: {counts.ledger_rows.skipped} task ledger row(s) name a task the source "
-            "does not have (or could not read): not copied",
-            file=log,
-        )
+    copied = _copy_tasks(src, dst, [s.task_id for s in summaries], ledger, counts, replace, log)
     settings = {name: src.get_setting(name) for name in names.settings}
     for name, value in settings.items():
         dst.put_setting(name, value)
@@ -190,6 +175,35 @@ def copy_store(
     counts.settings.copied, counts.conversations.copied = len(settings), len(conversations)
     _count_back(dst, counts, copied, ledger, settings, conversations)
     return counts
+
+
+def _copy_tasks(
+    src: Any,
+    dst: Any,
+    task_ids: list[str],
+    ledger: dict[str, list[Any]],
+    counts: CopyCounts,
+    replace: bool,
+    log: TextIO | None,
+) -> dict[str, int]:
+    """Copy each readable task with its ledger rows; the copied tasks' ids and step counts."""
+    copied: dict[str, int] = {}
+    for task_id in task_ids:
+        state = _readable(src, task_id, counts, log)
+        if state is None:
+            continue
+        _copy_task(src, dst, state, ledger.get(task_id, []), replace=replace)
+        copied[task_id] = len(state.steps)
+        counts.ledger_rows.copied += len(ledger.get(task_id, []))
+    counts.tasks.copied, counts.steps.copied = len(copied), sum(copied.values())
+    counts.ledger_rows.skipped = counts.ledger_rows.source - counts.ledger_rows.copied
+    if counts.ledger_rows.skipped and log is not None:
+        print(
+            f"warning: {counts.ledger_rows.skipped} task ledger row(s) name a task the source "
+            "does not have (or could not read): not copied",
+            file=log,
+        )
+    return copied
 
 
 def _ledger_by_task(src: Any, names: Names) -> dict[str, list[Any]]:
@@ -251,7 +265,7 @@ def _readable(src: Any, task_id: str, counts: CopyCounts, log: TextIO | None) ->
         why = "" if state is not None else "deleted while copying"
     if state is None:
         counts.tasks.skipped += 1
-        counts.damaged.append(task_id)
+        counts.skipped.append(task_id)
         if log is not None:
             print(f"warning: task {task_id} skipped: {why}", file=log)
     return state
@@ -307,6 +321,6 @@ def _print_counts(counts: CopyCounts, out: TextIO) -> None:
     for name, t in counts.tallies().items():
         source = "" if name == "steps" else t.source  # Steps of a damaged task are uncounted.
         print(f"{name:15}{source!s:>8}{t.copied:>8}{t.skipped:>9}{t.found:>8}", file=out)
-    if counts.damaged:
-        print(f"skipped (damaged in SRC): {', '.join(counts.damaged)}", file=out)
+    if counts.skipped:
+        print(f"skipped (unreadable in SRC): {', '.join(counts.skipped)}", file=out)
     print("counts match" if counts.match else "COUNTS DIFFER", file=out, flush=True)
