@@ -46,7 +46,7 @@ from agent_core.llms.base import LLM, ChatMessage
 from agent_core.memory import DEFAULT_TOKEN_LIMIT, ChatMemoryBuffer, StagedMemory
 from agent_core.runtime import undo
 from agent_core.runtime.breakpoints import Breakpoint, RunUntilResult, tool_hold
-from agent_core.runtime.claims import claim_is_stale, new_claim_owner
+from agent_core.runtime.claims import claim_is_stale, claim_owner, judged_by, new_claim_owner
 from agent_core.runtime.contracts import AgentWorker, new_messages
 from agent_core.runtime.conversation_edit import (
     CONVERSATION_EDIT,
@@ -77,7 +77,7 @@ from agent_core.runtime.task_cache import TaskCache
 from agent_core.runtime.transaction import claim, run_claimed
 from agent_core.runtime.undo import memory_write
 from agent_core.runtime.worker_state import dump_state
-from agent_core.store.base import MemoryWrite, Store, TaskChange, TaskSummary
+from agent_core.store.base import MemoryWrite, Store, TaskChange, TaskSummary, store_now
 from agent_core.store.memory import InMemoryStore
 from agent_core.task_files import delete_workspace
 from agent_core.telemetry import hooks as telemetry_hooks
@@ -208,7 +208,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
             if task_id in self._locks:
                 return True
         return any(
-            step.status is StepStatus.RUNNING and step.claimed_by == self._owner
+            step.status is StepStatus.RUNNING and claim_owner(step.claimed_by) == self._owner
             for step in state.steps.values()
         )
 
@@ -563,9 +563,12 @@ class AgentRunner(LlamaIndexRunnerAPI):
         return self.agent_worker.preview_step(step, view)
 
     def is_interrupted(self, task_id: str, step_id: str) -> bool:
-        """Whether a `running` step's process died (or stopped) mid-step."""
+        """Whether a `running` step's process died (or stopped) mid-step, or its lease lapsed."""
         step = self.get_step(task_id, step_id)
-        return step.status is StepStatus.RUNNING and claim_is_stale(step.claimed_by, step_id)
+        if step.status is not StepStatus.RUNNING:
+            return False
+        with judged_by(lambda: store_now(self.store)):  # The store's clock, as a claim's.
+            return claim_is_stale(step.claimed_by, step_id)
 
     def edit_step(self, task_id: str, step_id: str, input: StepInput) -> TaskStep:
         """Change an upcoming step's input without running it (the proposal is kept)."""

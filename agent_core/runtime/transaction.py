@@ -12,7 +12,9 @@ It uses the runner's protected API only: `_lock`, `_commit`, `_task_state`, `_ow
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import copy
+import functools
 import json
 import logging
 import time
@@ -26,7 +28,14 @@ from agent_core.errors import (
     StepConflictError,
     StepError,
 )
-from agent_core.runtime.claims import CLAIM_PERSIST_DELAY_S, IN_FLIGHT
+from agent_core.runtime import claims
+from agent_core.runtime.claims import (
+    CLAIM_PERSIST_DELAY_S,
+    IN_FLIGHT,
+    claim_owner,
+    claim_stamp,
+    judged_by,
+)
 from agent_core.runtime.contracts import StepHost
 from agent_core.runtime.limits import check_spending
 from agent_core.runtime.queue import (
@@ -42,7 +51,7 @@ from agent_core.runtime.step_runs import STOPPED_BY_YOU, StepRun
 from agent_core.runtime.tracebacks import foreign_traceback
 from agent_core.runtime.undo import memory_write
 from agent_core.runtime.worker_state import dump_state, merge_state
-from agent_core.store.base import TaskChange
+from agent_core.store.base import TaskChange, store_now
 from agent_core.telemetry import hooks as telemetry_hooks
 from agent_core.types import (
     StepAction,
@@ -67,6 +76,10 @@ _STEP_FAILED_HINT = (
 
 logger = logging.getLogger(__name__)
 
+_LEASE_IO = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="stepwise-claim-lease")
+"""Where claims are written and renewed: off the runtime loop, which a slow store must not
+stall, and apart from its default executor, whose threads sync tools may all hold."""
+
 
 def claim(
     runner: StepHost,
@@ -76,7 +89,7 @@ def claim(
     rejection: str | None = None,
 ) -> TaskStep:
     """Mark the step running here; the store hears of it from `_store_claim`, if at all."""
-    with runner._lock(state.task_id):
+    with runner._lock(state.task_id), judged_by(lambda: _store_time(runner)):
         check_active(state, "run")
         check_spending(state)
         step = pick_step(state, step_id)
@@ -89,7 +102,7 @@ def claim(
         step.rejection = rejection
         step.status = StepStatus.RUNNING
         step.attempts += 1
-        step.claimed_by = runner._owner
+        step.claimed_by = claim_stamp(runner._owner, time.time() + claims.CLAIM_LEASE_S)
         step.started_at = utcnow()
         step.error, step.error_code, step.error_params = None, None, {}
         IN_FLIGHT.start(runner._owner, step.step_id)
@@ -115,9 +128,7 @@ class _Transaction:
         self.runner, self.state, self.step = runner, state, step
 
     async def run(self, kwargs: dict[str, Any], run: StepRun) -> TaskStepOutput:
-        store_claim = asyncio.get_running_loop().call_later(
-            CLAIM_PERSIST_DELAY_S, self._store_claim
-        )
+        lease = asyncio.create_task(self._hold_lease(), name=f"claim lease {self.step.step_id}")
         state, step = self.state, self.step
         base_json = state.extra_state_json
         view = state.task.model_copy(
@@ -150,23 +161,54 @@ class _Transaction:
                 self._release()
                 raise
             finally:
-                store_claim.cancel()
+                lease.cancel()  # Whichever way the step ended: no renewal runs after it.
                 IN_FLIGHT.finish(self.runner._owner, step.step_id)
 
-    def _store_claim(self) -> None:
-        """Write a still-running step's claim, so a crash leaves it marked interrupted."""
+    async def _hold_lease(self) -> None:
+        """Store the claim once the step has run a moment, then renew it every third of its lease.
+
+        A task on the loop beside the step's; `run` cancels it when the step ends. A write
+        still in its thread then finds the step ended and writes nothing.
+        """
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(CLAIM_PERSIST_DELAY_S)
+        renewal = False
+        while await loop.run_in_executor(
+            _LEASE_IO, functools.partial(self._store_claim, renewal=renewal)
+        ):
+            renewal = True
+            await asyncio.sleep(claims.CLAIM_LEASE_S / 3)
+
+    def _store_claim(self, *, renewal: bool) -> bool:
+        """Write a still-running step's claim, its lease from now; False when it is not held.
+
+        A version-only commit: one the store refuses means another runner moved the task on
+        (or took the step over once the lease lapsed), and the step's own commit will be
+        refused too.
+        """
         runner, state, step = self.runner, self.state, self.step
+        until = _store_time(runner) + claims.CLAIM_LEASE_S  # Read before the lock: a round trip.
         with runner._lock(state.task_id):
             current = runner.state.task_dict.get(state.task_id) is state
             if not current or step.status is not StepStatus.RUNNING:
-                return
+                return False
+            step.claimed_by = claim_stamp(runner._owner, until)
             change = TaskChange(
                 state=state, base_version=state.version, steps=[step], task_row=False
             )
             try:
                 runner._commit(state, change)
-            except AgentCoreError:
-                pass  # The step's own commit meets the same conflict and reports it.
+            except AgentCoreError as exc:  # The step's own commit meets it and reports it.
+                if renewal:
+                    logger.warning(
+                        "step %s of task %s: its claim could not be renewed (%s); another "
+                        "runner may take the step over once its lease lapses",
+                        step.step_id,
+                        short_id(state.task_id),
+                        exc.code,
+                    )
+                return False
+        return True
 
     def _complete(
         self, view: Task, base_json: str, output: TaskStepOutput, latency_ms: float
@@ -249,21 +291,30 @@ class _Transaction:
             )
         for _ in range(_FAIL_COMMIT_TRIES):
             try:
-                self._record_failure(message, why["cause_code"], why["cause_params"])
+                holder = self._record_failure(message, why["cause_code"], why["cause_params"])
             except ConflictError:
                 continue  # Another tab committed meanwhile: reload and record it again.
+            if holder and isinstance(exc, ConflictError):
+                logger.warning(
+                    "step %s of task %s: this run's result is dropped, %s",
+                    step.step_id,
+                    short_id(state.task_id),
+                    holder,
+                )
             break
         return error
 
-    def _record_failure(self, message: str, code: str, params: dict[str, Any]) -> None:
+    def _record_failure(self, message: str, code: str, params: dict[str, Any]) -> str | None:
+        """Record the step failed; when another runner settled or holds it, say so instead."""
         runner, task_id, ran = self.runner, self.state.task_id, self.step
-        with runner._lock(task_id):
+        with runner._lock(task_id), judged_by(lambda: _store_time(runner)):
             state = runner._task_state(task_id)  # Reloads if a refused commit dropped it.
             step = state.steps.get(ran.step_id)
             if step is None or ran.step_id not in state.queue:
-                return  # Another runner already settled the step; leave its record alone.
-            if step.claimed_by not in (None, runner._owner) and not is_claimable(step):
-                return  # Another live run holds it now.
+                return "another runner settled the step"  # Leave its record alone.
+            holder = claim_owner(step.claimed_by)
+            if holder not in (None, runner._owner) and not is_claimable(step):
+                return f"{holder} runs the step now"  # A live run holds it: leave it alone.
             if step is not ran:  # Reloaded: our claim may never have reached the store.
                 step.input, step.proposed_input, step.edited = (
                     ran.input,
@@ -279,6 +330,7 @@ class _Transaction:
                 state.task.status = TaskStatus.FAILED
             change = TaskChange(state=state, base_version=state.version, steps=[step])
             runner._commit(state, change)
+        return None
 
     def _release(self) -> None:
         runner, state, step = self.runner, self.state, self.step
@@ -288,6 +340,11 @@ class _Transaction:
             step.status = StepStatus.UPCOMING
             step.claimed_by = None
             runner._commit(state, TaskChange(state=state, base_version=state.version, steps=[step]))
+
+
+def _store_time(runner: StepHost) -> float:
+    """The runner's store's clock (`store_now`), which claims' leases are judged by."""
+    return store_now(getattr(runner, "store", None))  # `StepHost` does not name the store.
 
 
 def _cause_of(exc: BaseException) -> dict[str, Any]:

@@ -7,6 +7,7 @@ it in one transaction.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -16,7 +17,15 @@ from pydantic import BaseModel
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.types import StepSnapshot, Task, TaskState, TaskStatus, TaskStep, TaskStepOutput
 
-__all__ = ["MemoryWrite", "SettingsStore", "Store", "TaskChange", "TaskSummary"]
+__all__ = [
+    "MemoryWrite",
+    "SettingsStore",
+    "Store",
+    "StoreClock",
+    "TaskChange",
+    "TaskSummary",
+    "store_now",
+]
 
 
 @dataclass(slots=True)
@@ -141,3 +150,23 @@ class SettingsStore(Protocol):
         the store writes them in the clear, like everything else it keeps.
         """
         ...
+
+
+@runtime_checkable
+class StoreClock(Protocol):
+    """A store with a clock of its own, which every process sharing it reads alike.
+
+    Optional (a `Store` without it is judged by this machine's clock, `store_now`): the
+    deadlines of step claims are compared with it, so machines whose clocks disagree agree.
+    """
+
+    def now(self) -> float:
+        """The store's time, in seconds since the epoch (the database server's, if any)."""
+        ...
+
+
+def store_now(store: object) -> float:
+    """`store.now()` where the store has a clock, else this machine's `time.time()`."""
+    if isinstance(store, StoreClock):
+        return float(store.now())
+    return time.time()

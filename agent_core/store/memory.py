@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -205,6 +206,10 @@ class InMemoryStore:
             kept.sort(key=lambda entry: entry.created_at, reverse=True)
             self._ledger = {entry.key: entry for entry in kept[: max(keep_at_most, 0)]}
             return before - len(self._ledger)
+
+    def now(self) -> float:
+        """This machine's clock: only this process shares the store (`StoreClock`)."""
+        return time.time()
 
     def close(self) -> None:
         """Nothing to release."""

@@ -413,6 +413,12 @@ class PostgresStore:
             over = conn.execute(self._sql.trim_oldest, (max(keep_at_most, 0),)).rowcount
         return finished + over
 
+    def now(self) -> float:
+        """The database server's clock (`StoreClock`): every machine on it reads the same."""
+        with self._reading("the server's clock") as conn:
+            (value,) = conn.execute("SELECT now()").fetchone()
+        return float(value.timestamp())
+
     def close(self) -> None:
         """Close the store's connections."""
         self._pool.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -521,6 +522,10 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 raise StoreError(_cannot("trim the task ledger in", self.path, exc)) from exc
         return finished + over
+
+    def now(self) -> float:
+        """This machine's clock: the processes sharing a SQLite file share its machine too."""
+        return time.time()
 
     def close(self) -> None:
         """Close the database connection."""

@@ -15,7 +15,8 @@ yields a `StoreHarness` on fresh, empty data (and closes it after)::
 
 Every test then runs on your store: round trips, version checks (`ConflictError`,
 `task_changed`), concurrent writers (threads on two store objects on one database), claims
-(a live run's claim holds, a dead process's claim expires and the step runs again once),
+(a live run's claim holds; a dead process's claim, or another machine's whose lease has
+passed, is taken over and the step runs again once),
 undo snapshots, settings, the task ledger and damaged rows. The settings and ledger tests
 are skipped for a store that does not keep them (`SettingsStore`, `TaskLedger`); the
 damaged-row tests for a harness that cannot damage a record. `SQLiteHarness`,
@@ -40,9 +41,10 @@ import pytest
 
 from agent_core.errors import ConflictError, NothingToRunError, StoreError
 from agent_core.llms import ChatMessage, FunctionLLM, ScriptedLLM, ToolSpec
-from agent_core.runtime.claims import CLAIM_PERSIST_DELAY_S
+from agent_core.runtime import claims
+from agent_core.runtime.claims import claim_owner, claim_stamp
 from agent_core.runtime.runner import AgentRunner
-from agent_core.store.base import MemoryWrite, SettingsStore, Store, TaskChange
+from agent_core.store.base import MemoryWrite, SettingsStore, Store, TaskChange, store_now
 from agent_core.store.ledger import TaskLedger
 from agent_core.store.memory import InMemoryStore
 from agent_core.store.sqlite import SQLiteStore
@@ -632,6 +634,47 @@ class StoreConformance:
         assert state.completed[0] == step_id and len(state.completed) == 2
         assert state.steps[step_id].status is StepStatus.COMPLETED
 
+    def test_another_machines_lapsed_claim_is_taken_over_exactly_once(
+        self, store: Store, other: Store
+    ) -> None:
+        """Another machine's claim whose lease has passed is taken over, by one runner only."""
+        task_id = _runner(store).create_task(QUESTION).task_id
+        state = store.load_task(task_id)
+        assert state is not None
+        [step_id] = state.queue
+        step = state.steps[step_id]  # What a machine that died mid-step left in the store.
+        step.status, step.attempts, step.started_at = StepStatus.RUNNING, 1, utcnow()
+        step.claimed_by = claim_stamp("elsewhere:4242:deadbeef", store_now(store) - 1)
+        base, state.version = state.version, state.version + 1
+        store.commit(TaskChange(state=state, base_version=base, steps=[step], task_row=False))
+
+        go, calls = threading.Event(), []
+
+        async def reply(messages: list[ChatMessage], tools: list[ToolSpec]) -> str:
+            calls.append(len(messages))
+            while not go.is_set():  # Held until the second runner has been refused.
+                await _sleep(0.01)
+            return CALL_ADD
+
+        taker = _runner(store, FunctionLLM(reply))
+        assert taker.is_interrupted(task_id, step_id)
+        running = threading.Thread(target=taker.run_step, args=(task_id,), daemon=True)
+        running.start()
+        try:
+            _until(
+                lambda: (_owner(other, task_id, step_id) or "elsewhere").startswith(_HOSTNAME),
+                "the taker's claim was not stored",
+            )
+            with pytest.raises(ConflictError, match="already running"):
+                _runner(other, FunctionLLM(reply)).run_step(task_id)
+        finally:
+            go.set()
+            running.join(timeout=_WAIT)
+        assert not running.is_alive()
+        state = _runner(other).get_task_state(task_id)
+        assert state.completed == [step_id] and state.steps[step_id].attempts == 2
+        assert len(calls) == 1  # Its model call ran once, by the taker.
+
     def test_runners_racing_on_one_task_run_each_step_once(
         self, store: Store, other: Store
     ) -> None:
@@ -642,7 +685,7 @@ class StoreConformance:
 
         async def reply(messages: list[ChatMessage], tools: list[ToolSpec]) -> str:
             calls.append("call")
-            await _sleep(CLAIM_PERSIST_DELAY_S * 2)  # Long enough for claims to be stored.
+            await _sleep(claims.CLAIM_PERSIST_DELAY_S * 2)  # Long enough for claims to be stored.
             return replies[min(len(calls), steps) - 1]
 
         task_id = _runner(store).create_task(QUESTION).task_id
@@ -905,6 +948,17 @@ def _claimed(store: Store, task_id: str, step_id: str) -> bool:
     state = store.load_task(task_id)
     step = state.steps.get(step_id) if state else None
     return step is not None and step.status is StepStatus.RUNNING and bool(step.claimed_by)
+
+
+_HOSTNAME = socket.gethostname()
+
+
+def _owner(store: Store, task_id: str, step_id: str) -> str | None:
+    """Who the store says runs the step (None when nobody does)."""
+    state = store.load_task(task_id)
+    step = state.steps.get(step_id) if state else None
+    running = step is not None and step.status is StepStatus.RUNNING
+    return claim_owner(step.claimed_by) if running and step else None
 
 
 def _stale_change(state: TaskState) -> TaskChange:
