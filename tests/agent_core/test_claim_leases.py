@@ -248,6 +248,15 @@ def test_the_lease_is_judged_by_the_stores_clock_not_this_machines(tmp_path: Pat
     ahead.close()
 
 
+def test_each_store_tells_its_time_and_one_without_a_clock_falls_back_to_this_machines(
+    stores: Stores,
+) -> None:
+    store = stores.open()
+    told = store.now()  # type: ignore[attr-defined]  # Optional: not in the Store protocol.
+    assert isinstance(told, float) and abs(told - time.time()) < 60  # Its server is local.
+    assert abs(store_now(object()) - time.time()) < 1
+
+
 def test_a_step_longer_than_two_leases_is_renewed_and_never_taken_over(
     sqlite_stores: Stores,
 ) -> None:
