@@ -22,7 +22,9 @@ The file names the queue (`queue = "redis://127.0.0.1:6379/0"`, or "simple" for 
 process), the control plane (host, port, db), the orchestrator (kind "agent" with model
 "demo" or "openai:gpt-4o-mini", or kind "pipeline" with services in order) and each service
 ([[services]]: name, agent = "file.py:attr", description, replicas; kind "human" or "tool").
-See examples/services.toml. STEPWISE_API_TOKEN, when set, guards the control plane.
+See examples/services.toml. A part that dies is started again (with backoff; `up` gives up
+after 5 exits within 10 s of starting). STEPWISE_API_TOKEN, when set, guards the control
+plane and signs every message on Redis.
 """
 
 
@@ -39,8 +41,8 @@ def add_services_parser(commands: Any) -> None:
     up = actions.add_parser(
         "up",
         help="start the control plane and every service of CONFIG, each in its own process",
-        description="Start the control plane and each service of CONFIG (a TOML file), until\n"
-        "Ctrl-C or SIGTERM stops them all.",
+        description="Start the control plane and each service of CONFIG (a TOML file), restart\n"
+        "one that dies, until Ctrl-C or SIGTERM stops them all.",
         epilog=_UP_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
