@@ -2,9 +2,9 @@
 
 A model error quoted its base URL, and a base URL can carry the key: with content capture on,
 the key went into the span's status and its exception event. The error now names the server
-without user, query or fragment, and every text a span exports is scrubbed besides. And a collector that is down, or
-that accepts and never answers, held a traced script's exit for 8.7 s and 11.4 s; it is bounded
-by `telemetry.export.SHUTDOWN_TIMEOUT_S` (1 s) now.
+without user, query or fragment, and every text a span exports is scrubbed besides. And a
+collector that is down, or that accepts and never answers, held a traced script's exit for
+8.7 s and 11.4 s; it is bounded by `telemetry.export.SHUTDOWN_TIMEOUT_S` (1 s) now.
 """
 
 from __future__ import annotations
