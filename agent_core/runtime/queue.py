@@ -17,7 +17,7 @@ from agent_core.errors import (
     TaskNotActiveError,
     UserError,
 )
-from agent_core.runtime.claims import IN_FLIGHT, claim_is_stale
+from agent_core.runtime.claims import IN_FLIGHT, claim_is_stale, claim_owner
 from agent_core.types import (
     DONE_STATUSES,
     StepAction,
@@ -111,7 +111,7 @@ def check_runnable(state: TaskState, step: TaskStep) -> None:
     if not is_claimable(step):
         raise ConflictError(
             f"step {step.step_id} of task {short_id(state.task_id)} is already running "
-            f"({step.claimed_by or 'in this process'})",
+            f"({claim_owner(step.claimed_by) if step.claimed_by else 'in this process'})",
             hint="wait for it to finish",
             remedy="wait",
             task_id=state.task_id,
