@@ -88,7 +88,7 @@ def _schedule_restart(part: Part, code: int, now: float) -> bool:
             "error is above)"
         )
         return False
-    delay = min(MAX_DELAY_S, FIRST_DELAY_S * 2**part.fast_failures)
+    delay = min(MAX_DELAY_S, FIRST_DELAY_S * 2 ** max(0, part.fast_failures - 1))
     part.restart_at = now + delay
     _say(f"{part.label} (pid {pid}) exited with status {code}; restarting it in {delay:g} s")
     return True
