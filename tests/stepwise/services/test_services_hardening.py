@@ -101,10 +101,10 @@ async def test_a_hop_a_live_service_works_on_for_longer_than_the_timeout_is_not_
 
     async def slow(messages: list[ChatMessage], tools: list[ToolSpec]) -> str:
         seen.append(messages[-1].content)
-        await asyncio.sleep(1.5)  # Five hop timeouts: its consumer renews its lease meanwhile.
+        await asyncio.sleep(2.5)  # 8 hop timeouts: its consumer renews its lease meanwhile.
         return messages[-1].content.upper()
 
-    queue = _queue(redis_url, stream_prefix, visibility_timeout=0.6)
+    queue = _queue(redis_url, stream_prefix, visibility_timeout=2.0)
     service = AgentService(runner(FunctionLLM(slow)), queue, service_name="slow", description="d")
     control_plane = ControlPlaneServer(queue, PipelineOrchestrator(["slow"]), hop_timeout=0.3)
     async with running([service], control_plane):
