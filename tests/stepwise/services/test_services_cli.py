@@ -7,6 +7,7 @@ SIGTERM stops `up` and every process it started.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -75,15 +76,16 @@ def up(config: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     env.pop("STEPWISE_API_TOKEN", None)
     process = subprocess.Popen(
         stepwise("services", "up", str(config)), cwd=ROOT, env=env, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     url = load_config(config).control_plane_url
     try:
         yield process, url
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        # The whole group: a failed test must not leave `up`'s children running (orphaned).
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def registered(url: str, count: int) -> bool:
