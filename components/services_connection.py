@@ -124,5 +124,19 @@ def explain_error(exc: Exception, connection: Connection) -> str:
                 f"The control plane at {connection.url} wants a token: type it in the Token box "
                 f"above (or set ${TOKEN_ENV} before starting the app)."
             )
-        return exc.message
+        return _WORDS_BY_CODE.get(exc.code, exc.message)
     return f"{type(exc).__name__}: {exc}"
+
+
+# What a person does about a refusal, by the API's code (never by its English).
+_WORDS_BY_CODE = {
+    "queue_unavailable": (
+        "The control plane cannot reach its message queue (Redis), so nothing was sent: start "
+        "redis-server (or check the control plane's queue URL), then press the same button "
+        "again (Create task, Approve, Send edited hop)."
+    ),
+    "invalid_service_name": (
+        "That service name is not allowed: a name is 1-64 letters, digits, _ or -, and not "
+        "control_plane or default. Pick a service from the list and press Send edited hop again."
+    ),
+}
