@@ -105,6 +105,8 @@ def _conversation(connection: Connection, task: TaskRecord) -> None:
 def render_task_view(connection: Connection, snapshot: Snapshot, task: TaskRecord) -> None:
     """The task's hop DAG (click a hop to open it below), outcome, hops and conversation."""
     try:
+        if task.truncated:  # The list cuts long texts; the task view shows them whole.
+            task = connection.client.get_task(task.task_id)
         hops = connection.client.get_hops(task.task_id)
     except (httpx.HTTPError, ServicesError) as exc:
         st.error(plain(explain_error(exc, connection)))

@@ -185,3 +185,13 @@ def test_an_unreachable_control_plane_says_how_to_start_one(services_env: Path) 
     assert "stepwise services up CONFIG" in shown
     (token,) = [box for box in app.text_input if box.key == "services.token"]
     assert token.proto.type == token.proto.PASSWORD  # Typed tokens are never shown.
+
+
+def test_a_long_task_shows_whole_though_the_list_cuts_it(page: AppTest) -> None:
+    long_question = "What is the secret fact? " + "Please be thorough. " * 150  # 3,000+ chars
+
+    create_task(page, long_question)
+    rerun_until(page, finished)
+
+    shown = [code for code in codes(page) if code.startswith("What is the secret fact? Please")]
+    assert shown and set(shown) == {long_question}  # Whole; the task list holds 2,000 chars.
