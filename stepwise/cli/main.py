@@ -69,6 +69,16 @@ def _port(text: str) -> int:
     return port
 
 
+def _workers(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= 64:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (1-64)")
+    return count
+
+
 def _db(text: str) -> Path | str:
     if is_url(text):  # A database server's URL (`open_store` says which schemes it reads).
         return text
@@ -93,6 +103,7 @@ Examples:
   stepwise serve --port 8000 --agent my_agent=my_agent.py:build_agent
   stepwise serve --mcp time="uvx mcp-server-time"
   STEPWISE_API_TOKEN=... stepwise serve --host 0.0.0.0
+  stepwise serve --db postgresql://stepwise@db.internal/stepwise --workers 4
 
 Then open http://127.0.0.1:8000/docs.
 """
@@ -123,6 +134,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)"
     )
     _add_shared_arguments(serve, default_port=8000)
+    serve.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="N",
+        help="server processes on the one port and database (default: 1); each serves every "
+        "route, and a step one runs streams to a watcher on another. A team's setup is "
+        "--db postgresql://... (several processes or machines); a SQLite file takes a few "
+        "processes of one machine",
+    )
     add_services_parser(commands)
     add_db_parser(commands)
     return parser
@@ -212,7 +233,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             from stepwise.cli.serve import run_server
 
             return run_server(
-                host=args.host, port=args.port, db=args.db, agents=agents, tools=tools, mcp=mcp
+                host=args.host,
+                port=args.port,
+                db=args.db,
+                agents=agents,
+                tools=tools,
+                mcp=mcp,
+                workers=args.workers,
             )
         from stepwise.cli.ui import run_ui
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agent_core.extras import require
-from stepwise.cli.ui import DB_ENV, ui_environment
+from stepwise.cli.ui import ui_environment
 
 __all__ = ["run_server"]
 
@@ -19,14 +19,17 @@ def run_server(
     *,
     host: str,
     port: int | None,
-    db: Path | None,
+    db: Path | str | None,
     agents: Mapping[str, str],
     tools: Mapping[str, str],
     mcp: Mapping[str, str] | None = None,
+    workers: int = 1,
 ) -> int:
     """Serve until stopped (Ctrl+C, SIGTERM); the exit status.
 
-    MCP servers (`mcp`, `{name: command or URL}`) start when a task first uses them.
+    MCP servers (`mcp`, `{name: command or URL}`) start when a task first uses them. With
+    `workers` > 1, uvicorn runs that many processes on the one port and database; each builds
+    its app from the environment (`create_app_from_env`), where the settings are put first.
 
     Raises:
         UserError: `host` is not a loopback address and no token is set.
@@ -35,30 +38,35 @@ def run_server(
     require("server", feature="stepwise serve")
     import uvicorn
 
+    from agent_core.store.open import masked_target
     from stepwise.http.listening import uvicorn_options
     from stepwise.http.settings import check_exposure
     from stepwise.server import ServerSettings, create_app
 
     settings = ServerSettings()
     check_exposure(host, settings.token)
-    # The registry and the store read the same variables as the app's.
+    # The registry and the store read the same variables as the app's, and so do the workers.
     os.environ.update(ui_environment(db=db, agents=agents, tools=tools, mcp=mcp))
     settings = ServerSettings()
     port = port or DEFAULT_PORT
-    where = os.environ.get(DB_ENV, "stepwise.db")
     guarded = "a token is required" if settings.token else "no token"
+    processes = f", {workers} processes" if workers > 1 else ""
     print(
-        f"Stepwise: serving http://{host}:{port} ({guarded}), project folder {Path.cwd()}, "
-        f"database {where}; {settings.default_model.summary()}; API docs at /docs",
+        f"Stepwise: serving http://{host}:{port} ({guarded}{processes}), project folder "
+        f"{Path.cwd()}, database {masked_target(settings.db)}; "
+        f"{settings.default_model.summary()}; API docs at /docs",
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(
-        create_app(settings),
-        host=host,
-        port=port,
-        log_level="info",
-        access_log=False,
-        **uvicorn_options(),
-    )
+    options = {"host": host, "port": port, "log_level": "info", "access_log": False}
+    if workers > 1:
+        uvicorn.run(
+            "stepwise.server.app:create_app_from_env",
+            factory=True,
+            workers=workers,
+            **options,
+            **uvicorn_options(),
+        )
+    else:
+        uvicorn.run(create_app(settings), **options, **uvicorn_options())
     return 0

@@ -12,6 +12,10 @@ when a run of the task records an event, when this process commits to the task (
 calls `EventHub.changed`), or when the feed's one poll of the store (every `POLL_S`, for the
 other processes sharing the file) finds a new version. An idle subscriber costs nothing but
 its connection; a process takes at most `MAX_SUBSCRIBERS` of them (then 503).
+
+On PostgreSQL the other processes tell too (`stepwise.server._notify`): their commits wake the
+feed as this process's do, and their runs' events arrive as runs of their own (`add_run`), so
+the poll is only a safety net and slows to `SAFETY_POLL_S` while that bridge listens.
 """
 
 from __future__ import annotations
@@ -30,12 +34,15 @@ from agent_core.runtime.step_runs import LIVE_RUNS, StepRun
 from agent_core.types import StepStatus, TaskState
 from stepwise.http.errors import ApiError
 
-__all__ = ["MAX_SUBSCRIBERS", "POLL_S", "EventHub"]
+__all__ = ["MAX_SUBSCRIBERS", "POLL_S", "SAFETY_POLL_S", "EventHub"]
 
 log = logging.getLogger("stepwise.server")
 
 POLL_S = 0.5
 """How often a watched task's version is read from the store, once per task and process."""
+SAFETY_POLL_S = 5.0
+"""The same while other processes' commits arrive by NOTIFY: for a notice lost (the listening
+connection dropped) and for faces that commit without telling (the app)."""
 KEEPALIVE_S = 15.0
 MAX_SUBSCRIBERS = 1000
 """Event streams one server process serves at once."""
@@ -136,7 +143,7 @@ class _Feed:
     async def _poll(self) -> None:
         while True:  # Until the last subscriber leaves (cancelled).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.poke.wait(), POLL_S)
+                await asyncio.wait_for(self.poke.wait(), self.hub.poll_s)
             self.poke.clear()
             self._forget_old_runs()
             try:
@@ -174,6 +181,7 @@ class EventHub:
         limit: int = MAX_SUBSCRIBERS,
     ) -> None:
         self.load, self.version_of, self.limit = load, version_of, limit
+        self.poll_s = POLL_S  # SAFETY_POLL_S while another process's commits are told.
         self._feeds: dict[str, _Feed] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._count = 0
@@ -191,6 +199,19 @@ class EventHub:
         if loop is not None and task_id in self._feeds:
             with contextlib.suppress(RuntimeError):  # The server's loop closed: nobody listens.
                 loop.call_soon_threadsafe(self._poke, task_id)
+
+    def watching(self, task_id: str) -> bool:
+        """Whether a subscriber of this process watches the task (from any thread)."""
+        return task_id in self._feeds
+
+    def changed_all(self) -> None:
+        """Every watched task may have changed (a notice may be lost): each feed reads it."""
+        for task_id in list(self._feeds):
+            self.changed(task_id)
+
+    def add_run(self, run: StepRun) -> None:
+        """A run to relay to the task's subscribers (from any thread): another process's."""
+        self._on_run(run)
 
     def subscribe(
         self, task_id: str, is_disconnected: Callable[[], Any]

@@ -16,7 +16,7 @@ from stepwise.server import agent_protocol, execute, extensions
 from stepwise.server.runtime import ServerRuntime, runtime_of
 from stepwise.server.settings import ServedProvider, ServerSettings
 
-__all__ = ["Health", "ServerModel", "create_app", "runtime_of"]
+__all__ = ["Health", "ServerModel", "create_app", "create_app_from_env", "runtime_of"]
 
 _DESCRIPTION = """\
 Stepwise's runtime over HTTP.
@@ -52,6 +52,14 @@ class Health(BaseModel):
     status: Literal["ok"] = "ok"
     model: ServerModel | None = None
     """The model tasks run on; shown to token holders only when the server has a token."""
+
+
+def create_app_from_env() -> FastAPI:
+    """The app over the environment's settings (`stepwise serve --workers N`'s factory).
+
+    uvicorn's worker processes take an import string, not an app object: each builds its own.
+    """
+    return create_app(ServerSettings())
 
 
 def create_app(settings: ServerSettings | None = None) -> FastAPI:

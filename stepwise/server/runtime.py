@@ -1,8 +1,12 @@
-"""What the server shares between requests: one SQLite store and one runner per agent spec.
+"""What the server shares between requests: one store and one runner per agent spec.
 
-The store is the app's own file, so a task created over HTTP shows in the app and the other
-way round. A task is run by the runner of the spec it recorded; keys come from the server's
-environment (the SDKs read `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, ...), never from a request.
+The store is the app's own (a SQLite file, or a team's PostgreSQL database: `open_store`), so
+a task created over HTTP shows in the app and the other way round. Nothing a route answers
+from lives only in this process: several server processes on one database serve every route
+(a runner's cached task is checked against the stored version before each use, and reloaded
+when another process moved it on). A task is run by the runner of the spec it recorded; keys
+come from the server's environment (the SDKs read `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
+...), never from a request.
 """
 
 from __future__ import annotations
@@ -11,8 +15,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, Request
 from pydantic import BaseModel, Field
@@ -22,10 +25,13 @@ from agent_core.errors import UserError
 from agent_core.llms.base import LLM
 from agent_core.llms.catalog import PROVIDERS, infer_model
 from agent_core.spec import AgentSpec
-from agent_core.store import SQLiteStore
-from agent_core.store.base import TaskChange
+from agent_core.store.base import Store, TaskChange
+from agent_core.store.open import open_store
 from agent_core.types import Task, TaskStatus
 from stepwise.server._events import EventHub
+
+if TYPE_CHECKING:
+    from stepwise.server._notify import NotifyBridge
 from stepwise.server.settings import ServedProvider, ServerSettings
 
 __all__ = ["ModelUsed", "Runtime", "ServerRuntime", "runtime_of"]
@@ -42,16 +48,23 @@ class ModelUsed(BaseModel):
     scripted: bool = Field(description="True for the scripted demo model: not a real model.")
 
 
-class _ToldStore(SQLiteStore):
-    """The server's store: each commit of this process is told to the event subscribers."""
+class _ToldStore:
+    """The server's store: each commit of this process is told to the event subscribers.
 
-    def __init__(self, path: str | Path, on_commit: Callable[[str], None]) -> None:
-        super().__init__(path)
+    A wrapper, not a subclass, so it fits either store `open_store` returns; every other
+    attribute is the wrapped store's.
+    """
+
+    def __init__(self, store: Store, on_commit: Callable[[str], None]) -> None:
+        self.wrapped = store
         self._on_commit = on_commit
 
     def commit(self, change: TaskChange) -> None:
-        super().commit(change)
+        self.wrapped.commit(change)
         self._on_commit(change.state.task_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.wrapped, name)
 
 
 class ServerRuntime:
@@ -59,7 +72,8 @@ class ServerRuntime:
 
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
-        self.store = _ToldStore(settings.db, lambda task_id: self.events.changed(task_id))
+        self._bridge: NotifyBridge | None = None
+        self.store = _ToldStore(open_store(settings.db), self._committed)
         self._runners: dict[tuple[str, int], ParallelAgentRunner] = {}
         self._models: OrderedDict[tuple[str, str], LLM] = OrderedDict()
         # Validating a spec consults the user's code registry: done once per recorded spec.
@@ -73,6 +87,13 @@ class ServerRuntime:
             load=lambda task_id: self.reader().get_task_state(task_id),
             version_of=self.store.task_version,
         )
+        # On PostgreSQL the other server processes hear this one's commits and runs at once.
+        self._bridge = _bridge(self.store.wrapped, self.events)
+
+    def _committed(self, task_id: str) -> None:
+        self.events.changed(task_id)
+        if self._bridge is not None:
+            self._bridge.committed(task_id)
 
     def runner_for(self, spec: AgentSpec) -> ParallelAgentRunner:
         """The runner of `spec`, built once (again after the user's code is reloaded)."""
@@ -164,8 +185,20 @@ class ServerRuntime:
 
     def close(self) -> None:
         """Close the store."""
+        if self._bridge is not None:
+            self._bridge.close()
         self.events.close()
         self.store.close()
+
+
+def _bridge(store: Store, hub: EventHub) -> NotifyBridge | None:
+    """The NOTIFY bridge of a PostgreSQL store; None for SQLite (the feeds poll the file)."""
+    url, schema = getattr(store, "url", None), getattr(store, "schema", None)
+    if not (isinstance(url, str) and isinstance(schema, str)):
+        return None
+    from stepwise.server._notify import NotifyBridge
+
+    return NotifyBridge(url, schema, hub)
 
 
 def runtime_of(request: Request) -> ServerRuntime:

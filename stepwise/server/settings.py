@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from agent_core.errors import UserError
 from agent_core.llms.catalog import PROVIDERS, split_model
 from agent_core.spec import AgentSpec
+from agent_core.store.open import is_url
 from stepwise.http.settings import (
     TOKEN_ENV,
     allowed_hosts,
@@ -116,6 +117,12 @@ class ModelDefault:
         return f"model {entry.model_ref(self.name)} {where}"
 
 
+def _db_from_env() -> Path | str:
+    """`STEPWISE_DB`: a database URL as given, else a SQLite file's path (./stepwise.db)."""
+    target = os.environ.get(DB_ENV) or "stepwise.db"
+    return target if is_url(target) else Path(target)
+
+
 def host_port(url: str) -> str:
     """`host:port` of `url`; the scheme's port when it names none."""
     try:
@@ -133,7 +140,9 @@ class ServerSettings:
     """The server's configuration; keys never live here (the SDKs read them from the env).
 
     Args:
-        db: The SQLite file shared with the app (`STEPWISE_DB`, default ./stepwise.db).
+        db: The store shared with the app (`STEPWISE_DB`): a SQLite file's path (default
+            ./stepwise.db), or a `postgresql://` URL, for several server processes or machines
+            on one database (`open_store`).
         token: Every route but `/health` requires `Authorization: Bearer <token>` when set.
         allowed_hosts: Host names answered besides loopback names and IP addresses
             (`STEPWISE_ALLOWED_HOSTS`); any other name is refused (DNS rebinding).
@@ -145,7 +154,7 @@ class ServerSettings:
         max_messages: Most messages one Execute Agent request may carry.
     """
 
-    db: Path = field(default_factory=lambda: Path(os.environ.get(DB_ENV, "stepwise.db")))
+    db: Path | str = field(default_factory=_db_from_env)
     token: str | None = field(default_factory=api_token)
     allowed_hosts: frozenset[str] = field(default_factory=allowed_hosts)
     default_agent: AgentSpec | None = None

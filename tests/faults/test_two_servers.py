@@ -1,0 +1,331 @@
+"""Two `stepwise serve` processes on one real PostgreSQL: shared tasks, a kill, live events.
+
+Each server is a real process (`python -m stepwise.cli serve --db postgresql://...`) on the
+scripted demo model, whose arithmetic task is three steps, always the same: multiply, add,
+answer. Fifty clients step their tasks through both servers at once while one server is
+SIGKILLed and started again; every task must end with its three steps, each completed once,
+and load from a store opened afresh. A watcher connected to one server sees a step the other
+ran, its tool call included (which only the other process knew: told by NOTIFY).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agent_core.demos import ARITHMETIC_TASK
+from agent_core.store.open import open_store
+from agent_core.types import StepStatus
+from tests.stepwise.services._system import free_port
+
+CLIENTS = 50
+SCRIPT = ("multiply", "add", "405")
+"""What the demo's three steps output, in order (each step's output contains its word)."""
+LEASE_S = "2"
+DEADLINE_S = 90.0
+MULTIPLY = {
+    "name": "multiply",
+    "description": "Multiply two numbers.",
+    "parameters": {
+        "type": "object",
+        "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+        "required": ["a", "b"],
+    },
+}
+
+
+class _Server:
+    """`stepwise serve` on a fixed port, started again after a kill on the same port."""
+
+    def __init__(self, folder: Path, db: str) -> None:
+        self.folder, self.db = folder, db
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = folder / f"serve-{self.port}.log"
+
+    def start(self, *extra: str) -> None:
+        env = {
+            **os.environ,
+            "STEPWISE_WORKSPACES": str(self.folder / "ws"),
+            "STEPWISE_CLAIM_LEASE_S": LEASE_S,
+        }
+        env.pop("STEPWISE_API_TOKEN", None)
+        command = [sys.executable, "-m", "stepwise.cli", "serve", "--port", str(self.port)]
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [*command, "--db", self.db, *extra],
+                cwd=self.folder,
+                env=env,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,  # Its workers, if any, are stopped with it.
+            )
+        _wait_healthy(self.url, self.process, self.log)
+
+    def kill(self) -> int:
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        return self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=30)
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the server exited: {log.read_text()[-3000:]}")
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError("the server did not answer /health within 60 s")
+
+
+@pytest.fixture
+def database(postgres_url: str, postgres_schema: str) -> str:
+    return f"{postgres_url}?schema={postgres_schema}"
+
+
+@pytest.fixture
+def servers(tmp_path: Path, database: str) -> Iterator[tuple[_Server, _Server]]:
+    pair = (_Server(tmp_path, database), _Server(tmp_path, database))
+    try:
+        for server in pair:
+            server.start()
+        yield pair
+    finally:
+        for server in pair:
+            server.stop()
+
+
+class _Tally:
+    """What the clients saw, counted across their threads."""
+
+    def __init__(self) -> None:
+        self.guard = threading.Lock()
+        self.counts: Counter[str] = Counter()
+        self.task_ids: list[str] = []
+        self.errors: list[str] = []
+
+    def add(self, what: str) -> None:
+        with self.guard:
+            self.counts[what] += 1
+
+
+def _finished(http: httpx.Client, url: str, task_id: str) -> bool:
+    """Whether the task's last step has completed (a response lost to the kill said so)."""
+    steps = http.get(f"{url}/ap/v1/agent/tasks/{task_id}/steps", params={"page_size": 100})
+    return steps.status_code == 200 and any(s["is_last"] for s in steps.json()["steps"])
+
+
+def _create(http: httpx.Client, urls: list[str], tally: _Tally) -> str:
+    deadline = time.monotonic() + DEADLINE_S
+    for turn in range(10_000):
+        url = urls[turn % 2]
+        try:
+            response = http.post(f"{url}/ap/v1/agent/tasks", json={"input": ARITHMETIC_TASK})
+        except httpx.TransportError:
+            tally.add("transport_error")
+            time.sleep(0.05)
+            continue
+        if response.status_code == 200:
+            return response.json()["task_id"]
+        if time.monotonic() > deadline:
+            break
+        tally.add(f"create_{response.status_code}")
+        time.sleep(0.05)
+    raise AssertionError("a task could not be created on either server")
+
+
+def _client(number: int, urls: list[str], tally: _Tally) -> None:
+    """Create a task on one server, then step it to its end alternating the two."""
+    order = [urls[number % 2], urls[(number + 1) % 2]]
+    deadline = time.monotonic() + DEADLINE_S
+    with httpx.Client(timeout=30) as http:
+        task_id = _create(http, order, tally)
+        with tally.guard:
+            tally.task_ids.append(task_id)
+        turn = 1  # The next step goes to the other server.
+        while time.monotonic() < deadline:
+            url = order[turn % 2]
+            turn += 1
+            try:
+                response = http.post(f"{url}/ap/v1/agent/tasks/{task_id}/steps", json={})
+            except httpx.ConnectError:  # The server is down: the other one steps it.
+                tally.add("refused")
+                continue
+            except httpx.TransportError:  # Killed while it answered.
+                tally.add("dropped")
+                continue
+            if response.status_code == 200:
+                tally.add(f"step_on_{url}")
+                if response.json()["is_last"]:
+                    return
+                continue
+            code = response.json().get("error", {}).get("code", "?")
+            tally.add(f"{response.status_code}_{code}")
+            if response.status_code == 409 and _finished(http, url, task_id):
+                return
+            if response.status_code not in (409, 503):
+                tally.errors.append(f"{task_id}: {response.status_code} {response.text[:300]}")
+                return
+            time.sleep(0.1)
+        tally.errors.append(f"{task_id}: not finished within {DEADLINE_S} s")
+
+
+def test_fifty_clients_through_two_servers_lose_and_repeat_nothing_when_one_is_killed(
+    servers: tuple[_Server, _Server], database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    killed, other = servers
+    tally = _Tally()
+    urls = [killed.url, other.url]
+    started = time.monotonic()
+    clients = [
+        threading.Thread(target=_client, args=(n, urls, tally), daemon=True) for n in range(CLIENTS)
+    ]
+    for client in clients:
+        client.start()
+
+    # SIGKILL one server once the run is under way (its steps in flight), then start it again.
+    while tally.counts[f"step_on_{killed.url}"] < 15 and time.monotonic() - started < 60:
+        time.sleep(0.01)
+    served_before_kill = tally.counts[f"step_on_{killed.url}"]
+    assert killed.kill() == -signal.SIGKILL
+    time.sleep(1.0)
+    killed.start()
+
+    for client in clients:
+        client.join(timeout=DEADLINE_S + 30)
+    elapsed = time.monotonic() - started
+
+    assert not tally.errors, tally.errors[:5]
+    assert served_before_kill >= 15  # The kill landed mid-run, not before it.
+    assert tally.counts["dropped"] + tally.counts["refused"] >= 1, tally.counts  # It was felt.
+
+    # A store opened afresh, as a third process would: every task there, each step once.
+    store = open_store(database)
+    try:
+        lost, duplicated, steps = 0, 0, 0
+        assert len(set(tally.task_ids)) == CLIENTS
+        for task_id in tally.task_ids:
+            state = store.load_task(task_id)
+            if state is None:
+                lost += 1
+                continue
+            done = [state.steps[step_id] for step_id in state.completed]
+            outputs = [str(state.outputs[step.step_id].output) for step in done]
+            steps += len(done)
+            if len(state.steps) != len(SCRIPT) or len(done) != len(SCRIPT):
+                duplicated += 1
+                continue
+            assert [step.number for step in done] == [1, 2, 3]
+            assert all(step.status is StepStatus.COMPLETED for step in done)
+            for word, output in zip(SCRIPT, outputs, strict=True):
+                assert word in output, outputs
+    finally:
+        store.close()
+    with capsys.disabled():
+        print(
+            f"\n{CLIENTS} clients, two servers, one SIGKILLed: {len(tally.task_ids)} tasks, "
+            f"{steps} steps in {elapsed:.1f} s; lost {lost}, duplicated {duplicated}; "
+            f"{dict(tally.counts)}"
+        )
+    assert (lost, duplicated) == (0, 0)
+    assert steps == CLIENTS * len(SCRIPT)
+
+
+def _events(url: str, task_id: str, seen: list[dict], subscribed: threading.Event) -> None:
+    """Read the task's event stream from `url` into `seen`, until the server stops."""
+    with (
+        contextlib.suppress(httpx.TransportError),
+        httpx.Client(timeout=httpx.Timeout(30, read=60)) as http,
+        http.stream("GET", f"{url}/stepwise/v1/tasks/{task_id}/events") as response,
+    ):
+        kind = None
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                kind = line.removeprefix("event: ")
+            elif line.startswith("data: ") and kind is not None:
+                seen.append({"event": kind, **json.loads(line.removeprefix("data: "))})
+                if kind == "subscribed":
+                    subscribed.set()
+
+
+def test_a_watcher_on_one_server_sees_the_step_the_other_server_runs(
+    servers: tuple[_Server, _Server],
+) -> None:
+    runs_it, watches = servers
+    with httpx.Client(timeout=30) as http:
+        task_id = http.post(
+            f"{runs_it.url}/ap/v1/agent/tasks", json={"input": ARITHMETIC_TASK}
+        ).json()["task_id"]
+        seen: list[dict] = []
+        subscribed = threading.Event()
+        threading.Thread(
+            target=_events, args=(watches.url, task_id, seen, subscribed), daemon=True
+        ).start()
+        assert subscribed.wait(30)
+
+        step = http.post(f"{runs_it.url}/ap/v1/agent/tasks/{task_id}/steps", json={}).json()
+        deadline = time.monotonic() + 20
+        wanted = {"tool_call_started", "tool_call_finished", "step_completed"}
+        while not wanted <= {event["event"] for event in seen} and time.monotonic() < deadline:
+            time.sleep(0.05)
+    kinds = [event["event"] for event in seen]
+    assert wanted <= set(kinds), kinds
+    # The tool call only the running process knew of: relayed, not read from the store.
+    [call] = [event for event in seen if event["event"] == "tool_call_started"]
+    assert call["tool_name"] == "multiply" and call["step_id"] == step["step_id"]
+    [completed] = [event for event in seen if event["event"] == "step_completed"]
+    assert completed["step_id"] == step["step_id"]
+
+
+def test_serve_with_two_workers_serves_both_apis_on_one_port(tmp_path: Path, database: str):
+    server = _Server(tmp_path, database)
+    server.start("--workers", "2")
+    try:
+        assert server.process is not None
+        children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
+        workers = children.read_text().split()
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            task_id = http.post("/ap/v1/agent/tasks", json={"input": ARITHMETIC_TASK}).json()[
+                "task_id"
+            ]
+            outputs = []
+            for _ in SCRIPT:  # Each step may land on either worker.
+                step = http.post(f"/ap/v1/agent/tasks/{task_id}/steps", json={}).json()
+                outputs.append(step["output"])
+            assert step["is_last"]
+            for word, output in zip(SCRIPT, outputs, strict=True):
+                assert word in output
+            body = {"messages": [{"role": "user", "content": ARITHMETIC_TASK}], "tools": [MULTIPLY]}
+            answer = http.post("/v1/agent/execute", json=body)
+            assert answer.status_code == 200, answer.text
+            [call] = answer.json()["message"]["tool_requests"]
+            assert call["name"] == "multiply"
+    finally:
+        server.stop()
+    assert len(workers) >= 2, workers  # uvicorn's worker processes, beside its supervisor.
+    assert "2 processes" in server.log.read_text()
