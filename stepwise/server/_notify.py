@@ -19,7 +19,9 @@ What is sent (each payload well under PostgreSQL's 8000 bytes):
   the task from the store (steps started, completed, failed, undone; the task's status);
 - `{"o", "t", "s": step, "e": [events], "end": bool}` a running step's token deltas and tool
   calls, batched; an event past `MAX_EVENT_BYTES` (a tool's long output) is not sent, its
-  step's output is in the store. Start and end are the store's, told by the commit notice.
+  step's output is in the store. Start and end are the store's, told by the commit notice;
+- `{"o", "t", "s": step, "stop": true}` a cancel that reached a process not running the step:
+  the one running it stops it.
 """
 
 from __future__ import annotations
@@ -97,6 +99,10 @@ class NotifyBridge:
         """This process committed to the task (any thread; never blocks)."""
         self._put({"o": self.origin, "t": task_id})
 
+    def stop(self, task_id: str, step_id: str) -> None:
+        """Ask the process running the step to stop it (a cancel that reached another one)."""
+        self._put({"o": self.origin, "t": task_id, "s": step_id, "stop": True})
+
     def _on_run(self, run: StepRun) -> None:
         # On the runtime loop, as a run starts: relay its events from there.
         try:
@@ -168,7 +174,12 @@ class NotifyBridge:
             origin, task_id = notice["o"], notice["t"]
         except (ValueError, KeyError, TypeError):
             return  # Not ours (another program on the channel).
-        if origin == self.origin or not self.hub.watching(task_id):
+        if origin == self.origin:
+            return
+        if notice.get("stop"):
+            _stop_here(task_id, notice.get("s"))
+            return
+        if not self.hub.watching(task_id):
             return
         self.received += 1
         step_id = notice.get("s")
@@ -219,6 +230,13 @@ class NotifyBridge:
             thread.join(timeout=5)
 
 
+def _stop_here(task_id: str, step_id: object) -> None:
+    """Stop the step if it runs in this process (recorded as failed, "stopped by you")."""
+    run = LIVE_RUNS.get(step_id) if isinstance(step_id, str) else None
+    if run is not None and run.task_id == task_id:
+        run.cancel()
+
+
 def _drain(outbox: queue.Queue[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     with contextlib.suppress(queue.Empty):
@@ -229,11 +247,11 @@ def _drain(outbox: queue.Queue[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _payloads(notices: list[dict[str, Any]]) -> list[str]:
     """The notices as few payloads as fit: one commit notice per task, a run's events together."""
-    merged: dict[tuple[str, str | None], dict[str, Any]] = {}
+    merged: dict[tuple[str, str | None, bool], dict[str, Any]] = {}
     for notice in notices:
-        key = (notice["t"], notice.get("s"))
+        key = (notice["t"], notice.get("s"), notice.get("stop", False))
         held = merged.get(key)
-        if held is None or "s" not in notice:
+        if held is None or "e" not in notice:
             merged.setdefault(key, dict(notice))
             continue
         held["e"] = [*held["e"], *notice["e"]]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
@@ -24,10 +25,11 @@ from agent_core import ParallelAgentRunner, user_code
 from agent_core.errors import UserError
 from agent_core.llms.base import LLM
 from agent_core.llms.catalog import PROVIDERS, infer_model
+from agent_core.runtime.step_runs import LIVE_RUNS
 from agent_core.spec import AgentSpec
 from agent_core.store.base import Store, TaskChange
 from agent_core.store.open import open_store
-from agent_core.types import Task, TaskStatus
+from agent_core.types import StepStatus, Task, TaskStatus
 from stepwise.server._events import EventHub
 
 if TYPE_CHECKING:
@@ -161,6 +163,31 @@ class ServerRuntime:
         if task.status not in _RUNNABLE or task.imported or not task.spec:
             return self.reader()
         return self.runner_for(self._spec_of(task.spec))
+
+    def cancel_step(self, task_id: str, step_id: str, *, wait: float = 10.0) -> ParallelAgentRunner:
+        """Stop a running step, in this process or, on PostgreSQL, in the one running it.
+
+        Returns the task's runner, to answer with the task as it is after the stop.
+
+        Raises:
+            UserError: The step is not running (or runs elsewhere and the store is SQLite).
+        """
+        runner = self.runner_for_task(task_id)
+        step = runner.get_step(task_id, step_id)
+        if (
+            self._bridge is None
+            or LIVE_RUNS.get(step_id) is not None
+            or step.status is not StepStatus.RUNNING
+        ):
+            runner.cancel_step(task_id, step_id, wait=wait)
+            return runner
+        self._bridge.stop(task_id, step_id)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            if self.reader().get_step(task_id, step_id).status is not StepStatus.RUNNING:
+                break
+        return self.runner_for_task(task_id)
 
     def _current_task(self, task_id: str) -> Task:
         """The task, from a runner that holds it at the stored version, else loaded.

@@ -21,13 +21,18 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from agent_core.demos import ARITHMETIC_TASK
+from agent_core.runtime.step_runs import STOPPED_BY_YOU
 from agent_core.store.open import open_store
 from agent_core.types import StepStatus
+from stepwise.server import ServerSettings
+from stepwise.server.runtime import ServerRuntime
+from tests.llm_servers import OpenAIServer, Reply
 from tests.stepwise.services._system import free_port
 
 CLIENTS = 50
@@ -49,18 +54,23 @@ MULTIPLY = {
 class _Server:
     """`stepwise serve` on a fixed port, started again after a kill on the same port."""
 
-    def __init__(self, folder: Path, db: str) -> None:
-        self.folder, self.db = folder, db
+    def __init__(self, folder: Path, db: str, **env: str) -> None:
+        self.folder, self.db, self.env = folder, db, env
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
         self.log = folder / f"serve-{self.port}.log"
 
     def start(self, *extra: str) -> None:
+        self.launch(*extra)
+        self.wait()
+
+    def launch(self, *extra: str) -> None:
         env = {
             **os.environ,
             "STEPWISE_WORKSPACES": str(self.folder / "ws"),
             "STEPWISE_CLAIM_LEASE_S": LEASE_S,
+            **self.env,
         }
         env.pop("STEPWISE_API_TOKEN", None)
         command = [sys.executable, "-m", "stepwise.cli", "serve", "--port", str(self.port)]
@@ -73,6 +83,9 @@ class _Server:
                 stderr=log,
                 start_new_session=True,  # Its workers, if any, are stopped with it.
             )
+
+    def wait(self) -> None:
+        assert self.process is not None
         _wait_healthy(self.url, self.process, self.log)
 
     def kill(self) -> int:
@@ -80,8 +93,10 @@ class _Server:
         os.killpg(self.process.pid, signal.SIGKILL)
         return self.process.wait(timeout=30)
 
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
+    def stop(self, *, graceful: bool = True) -> None:
+        if self.process is not None and self.process.poll() is None and not graceful:
+            self.kill()
+        elif self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
                 self.process.wait(timeout=30)
@@ -113,11 +128,14 @@ def servers(tmp_path: Path, database: str) -> Iterator[tuple[_Server, _Server]]:
     pair = (_Server(tmp_path, database), _Server(tmp_path, database))
     try:
         for server in pair:
-            server.start()
+            server.launch()  # Both start at once: each takes seconds to import.
+        for server in pair:
+            server.wait()
         yield pair
     finally:
         for server in pair:
-            server.stop()
+            # Killed: a graceful stop waits for an event stream to notice its client left.
+            server.stop(graceful=False)
 
 
 class _Tally:
@@ -256,11 +274,12 @@ def test_fifty_clients_through_two_servers_lose_and_repeat_nothing_when_one_is_k
     assert steps == CLIENTS * len(SCRIPT)
 
 
-def _events(url: str, task_id: str, seen: list[dict], subscribed: threading.Event) -> None:
-    """Read the task's event stream from `url` into `seen`, until the server stops."""
+def _events(
+    http: httpx.Client, url: str, task_id: str, seen: list[dict], subscribed: threading.Event
+) -> None:
+    """Read the task's event stream from `url` into `seen`, until `http` is closed."""
     with (
-        contextlib.suppress(httpx.TransportError),
-        httpx.Client(timeout=httpx.Timeout(30, read=60)) as http,
+        contextlib.suppress(httpx.TransportError, RuntimeError),
         http.stream("GET", f"{url}/stepwise/v1/tasks/{task_id}/events") as response,
     ):
         kind = None
@@ -277,15 +296,16 @@ def test_a_watcher_on_one_server_sees_the_step_the_other_server_runs(
     servers: tuple[_Server, _Server],
 ) -> None:
     runs_it, watches = servers
-    with httpx.Client(timeout=30) as http:
+    with httpx.Client(timeout=30) as http, httpx.Client(timeout=30) as watcher:
         task_id = http.post(
             f"{runs_it.url}/ap/v1/agent/tasks", json={"input": ARITHMETIC_TASK}
         ).json()["task_id"]
         seen: list[dict] = []
         subscribed = threading.Event()
-        threading.Thread(
-            target=_events, args=(watches.url, task_id, seen, subscribed), daemon=True
-        ).start()
+        watching = threading.Thread(
+            target=_events, args=(watcher, watches.url, task_id, seen, subscribed), daemon=True
+        )
+        watching.start()
         assert subscribed.wait(30)
 
         step = http.post(f"{runs_it.url}/ap/v1/agent/tasks/{task_id}/steps", json={}).json()
@@ -329,3 +349,51 @@ def test_serve_with_two_workers_serves_both_apis_on_one_port(tmp_path: Path, dat
         server.stop()
     assert len(workers) >= 2, workers  # uvicorn's worker processes, beside its supervisor.
     assert "2 processes" in server.log.read_text()
+
+
+def test_a_cancel_that_reaches_another_process_stops_the_step_where_it_runs(
+    tmp_path: Path, database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with OpenAIServer() as model:
+        model.script(policy=lambda body: Reply(text="Thought: slow.\nAnswer: late", delay_s=30))
+        env = {"STEPWISE_MODEL": "openai", "OPENAI_BASE_URL": f"{model.url}/v1"}
+        env["OPENAI_API_KEY"] = "sk-test-of-two-servers"
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        server = _Server(tmp_path, database, **env)
+        server.start()
+        elsewhere = ServerRuntime(ServerSettings(db=database, token=None))  # Another process.
+        try:
+            with httpx.Client(base_url=server.url, timeout=60) as http:
+                task_id = http.post("/ap/v1/agent/tasks", json={"input": "Be slow."}).json()[
+                    "task_id"
+                ]
+                answers: list[httpx.Response] = []
+                stepping = threading.Thread(
+                    target=lambda: answers.append(
+                        http.post(f"/ap/v1/agent/tasks/{task_id}/steps", json={})
+                    )
+                )
+                stepping.start()
+                step = _wait_running(elsewhere, task_id)
+                started = time.monotonic()
+                runner = elsewhere.cancel_step(task_id, step.step_id, wait=20)
+                stopped = runner.get_step(task_id, step.step_id)
+                stepping.join(timeout=30)
+        finally:
+            elsewhere.close()
+            server.stop(graceful=False)
+    assert elsewhere._bridge is not None  # The stop went by NOTIFY, not in this process.
+    assert stopped.status is StepStatus.FAILED and stopped.error == STOPPED_BY_YOU
+    assert time.monotonic() - started < 25  # Not the model's 30 s: stopped mid-call.
+    assert answers and answers[0].status_code != 200
+
+
+def _wait_running(runtime: ServerRuntime, task_id: str) -> Any:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        [step] = runtime.reader().get_task_state(task_id).steps.values()
+        if step.status is StepStatus.RUNNING:
+            return step
+        time.sleep(0.05)
+    raise AssertionError("the step never ran")
