@@ -279,7 +279,9 @@ def _split(notice: dict[str, Any]) -> list[str]:
     parts.append(part)
     last = len(parts) - 1
     return [
-        json.dumps({**notice, "e": p, "end": notice.get("end", False) and i == last})
+        json.dumps(
+            {**notice, "e": p, "end": notice.get("end", False) and i == last}, ensure_ascii=False
+        )
         for i, p in enumerate(parts)
     ]
 

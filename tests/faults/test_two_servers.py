@@ -31,6 +31,7 @@ from agent_core.runtime.step_runs import STOPPED_BY_YOU
 from agent_core.store.open import open_store
 from agent_core.types import StepStatus
 from stepwise.server import ServerSettings
+from stepwise.server._notify import channel_of
 from stepwise.server.runtime import ServerRuntime
 from tests.llm_servers import OpenAIServer, Reply
 from tests.stepwise.services._system import free_port
@@ -320,6 +321,57 @@ def test_a_watcher_on_one_server_sees_the_step_the_other_server_runs(
     assert call["tool_name"] == "multiply" and call["step_id"] == step["step_id"]
     [completed] = [event for event in seen if event["event"] == "step_completed"]
     assert completed["step_id"] == step["step_id"]
+
+
+def _listeners(database: str) -> set[int]:
+    """The backends LISTENing for the servers' events (their last statement is the LISTEN)."""
+    import psycopg
+
+    url, _, schema = database.partition("?schema=")
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE query = %s",
+            (f'LISTEN "{channel_of(schema)}"',),
+        ).fetchall()
+    return {pid for (pid,) in rows}
+
+
+def test_a_server_whose_listening_connection_drops_listens_again(
+    servers: tuple[_Server, _Server], database: str
+) -> None:
+    import psycopg
+
+    runs_it, watches = servers
+    before = _listeners(database)
+    assert len(before) == 2  # One per process, however many subscribers.
+    with psycopg.connect(database.partition("?")[0], autocommit=True) as conn:
+        for pid in before:
+            assert conn.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
+    deadline = time.monotonic() + 20
+    while (len(_listeners(database)) < 2 or _listeners(database) & before) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    after = _listeners(database)
+    assert len(after) == 2 and not after & before, (before, after)
+
+    with httpx.Client(timeout=30) as http, httpx.Client(timeout=30) as watcher:
+        task_id = http.post(
+            f"{runs_it.url}/ap/v1/agent/tasks", json={"input": ARITHMETIC_TASK}
+        ).json()["task_id"]
+        seen: list[dict] = []
+        subscribed = threading.Event()
+        threading.Thread(
+            target=_events, args=(watcher, watches.url, task_id, seen, subscribed), daemon=True
+        ).start()
+        assert subscribed.wait(30)
+        http.post(f"{runs_it.url}/ap/v1/agent/tasks/{task_id}/steps", json={})
+        deadline = time.monotonic() + 20
+        while "tool_call_started" not in {e["event"] for e in seen} and (
+            time.monotonic() < deadline
+        ):
+            time.sleep(0.05)
+    assert "tool_call_started" in {event["event"] for event in seen}
 
 
 def test_serve_with_two_workers_serves_both_apis_on_one_port(tmp_path: Path, database: str):
