@@ -19,7 +19,8 @@ Example (Redis Streams; each part its own process):
   stepwise services status --url http://127.0.0.1:8100
 
 The file names the queue (`queue = "redis://127.0.0.1:6379/0"`, or "simple" for one
-process), the control plane (host, port, db), the orchestrator (kind "agent" with model
+process), the control plane (host, port, db: a SQLite file, or a postgresql:// URL that
+several control planes share), the orchestrator (kind "agent" with model
 "demo" or "openai:gpt-4o-mini", or kind "pipeline" with services in order) and each service
 ([[services]]: name, agent = "file.py:attr", description, replicas; kind "human" or "tool").
 See examples/services.toml. A part that dies is started again (with backoff; `up` gives up

@@ -3,8 +3,9 @@
     queue = "redis://127.0.0.1:6379/0"    # or "simple": everything in one process
     stream_prefix = "stepwise:"           # optional (Redis key prefix)
 
-    [control_plane]                       # host, port, db (SQLite; ":memory:" by default),
-                                          # hop_timeout (seconds; see ControlPlaneServer)
+    [control_plane]                       # host, port, db (SQLite; ":memory:" by default;
+                                          # or "postgresql://..." that several control
+                                          # planes share), hop_timeout (seconds)
     port = 8100                           # or url = "http://..." to join one running elsewhere
 
     [orchestrator]
@@ -49,6 +50,7 @@ from stepwise.services import (
     SimpleMessageQueue,
     ToolService,
 )
+from stepwise.services.control_plane.database import is_database_url
 from stepwise.services.demo import demo_router_llm
 from stepwise.services.errors import InvalidServiceNameError
 from stepwise.services.names import check_service_name
@@ -132,7 +134,7 @@ class ServicesConfig:
         return ControlPlaneServer(
             message_queue=queue,
             orchestrator=self._orchestrator(),
-            db=self._path(self.db) if self.db != ":memory:" else self.db,
+            db=self._db_target(),
             host=self.host,
             port=self.port,
             token=self.token,
@@ -162,6 +164,10 @@ class ServicesConfig:
         if self.orchestrator.get("kind", "agent") == "pipeline":
             return PipelineOrchestrator(list(self.orchestrator["services"]))
         return AgentOrchestrator(llm=_model(str(self.orchestrator.get("model", "demo"))))
+
+    def _db_target(self) -> str:
+        """`db` as given when it is ":memory:" or a URL, else its file from the config's folder."""
+        return self.db if self.db == ":memory:" or is_database_url(self.db) else self._path(self.db)
 
     def _path(self, value: str) -> str:
         return str((self.folder / value).resolve())

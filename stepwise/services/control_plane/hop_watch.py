@@ -16,6 +16,11 @@ beside the control plane's consumer and, every `hop_timeout / 4` seconds (5 s at
 
 Hops of tasks waiting for a person (step mode, the human inbox) are not timed: they wait on
 a person, not a process.
+
+When each hop is next looked at, and whether it was sent again, are in the control plane's
+database, and a hop is sent again or failed only under its task's lock: control planes that
+share a PostgreSQL database each run a watch, and a hop is still sent again once, not once
+per control plane.
 """
 
 from __future__ import annotations
@@ -23,12 +28,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from stepwise.services.control_plane.state import ControlPlaneState
 from stepwise.services.errors import QueueUnavailableError
 from stepwise.services.message_queues.base import BaseMessageQueue
-from stepwise.services.records import HopRecord, HopStatus
+from stepwise.services.records import HopRecord
 
 __all__ = ["HopWatch", "Router"]
 
@@ -44,7 +50,7 @@ class Router(Protocol):
     state: ControlPlaneState
     hop_timeout: float
 
-    def _lock(self, task_id: str) -> asyncio.Lock: ...
+    def _lock(self, task_id: str) -> AbstractAsyncContextManager[None]: ...
 
     async def _advance(self, task_id: str, *, resend: bool) -> None: ...
 
@@ -58,8 +64,6 @@ class HopWatch:
 
     def __init__(self, server: Router) -> None:
         self._server = server
-        self._deadlines: dict[str, float] = {}  # hop_id -> when it is next looked at
-        self._resent: set[str] = set()  # hops already sent again once
 
     @property
     def interval(self) -> float:
@@ -83,30 +87,24 @@ class HopWatch:
         if await server.message_queue.lost_messages():
             await self._resend_all()
             return
-        now = time.time()
-        live = {hop.hop_id for hop in server.state.sent_hops()}
-        self._deadlines = {h: d for h, d in self._deadlines.items() if h in live}
-        self._resent &= live
+        now, timeout = time.time(), server.hop_timeout
         served: dict[str, bool] = {}  # Asked once per service per pass, however many hops.
-        for hop in server.state.sent_hops():
-            deadline = self._deadlines.setdefault(hop.hop_id, hop.updated_at + server.hop_timeout)
-            if now < deadline:
-                continue
+        for hop in server.state.due_hops(now=now, timeout=timeout):
             name = hop.service_name or ""
             if name not in served:
                 served[name] = await server.message_queue.has_live_consumer(name)
             if served[name]:
-                self._deadlines[hop.hop_id] = now + server.hop_timeout
+                server.state.watch_hop(hop.hop_id, until=now + timeout)
             else:
                 await self._time_out(hop, now)
-        for task_id in server.state.running_without_hop(before=now - server.hop_timeout):
+        for task_id in server.state.running_without_hop(before=now - timeout):
             async with server._lock(task_id):  # Its NEW_TASK never arrived: route it now.
                 if server.state.open_hop(task_id) is None:
                     await server._advance(task_id, resend=False)
 
     async def _resend_all(self) -> None:
         running = self._server.state.running_task_ids()
-        self._deadlines.clear()
+        self._server.state.reset_watch()
         if not running:
             return  # A fresh Redis, or nothing was in flight.
         logger.warning(
@@ -126,19 +124,18 @@ class HopWatch:
         server = self._server
         timeout = server.hop_timeout
         async with server._lock(hop.task_id):
-            current = server.state.get_hop(hop.hop_id)
-            if current.status is not HopStatus.SENT:
-                return
-            if hop.hop_id not in self._resent:
+            # Claimed in the database: another control plane may have just sent it again.
+            state = server.state
+            if state.claim_resend(hop.hop_id, now=now, timeout=timeout, until=now + timeout):
                 logger.warning(
                     "hop %d of task %s: no live consumer of service %r took it within %g s; "
                     "sending it again",
                     hop.seq, hop.task_id, hop.service_name, timeout,
                 )  # fmt: skip
-                self._resent.add(hop.hop_id)
-                self._deadlines[hop.hop_id] = now + timeout
-                await server._dispatch(current)
+                await server._dispatch(state.get_hop(hop.hop_id))
                 return
+            if not state.due_resends(hop.hop_id, now=now, timeout=timeout):
+                return  # Not due any more, or not sent: it moved on.
             server._fail(
                 hop.task_id,
                 f"hop {hop.seq} to service {hop.service_name!r} timed out: no live process "

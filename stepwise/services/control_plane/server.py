@@ -18,6 +18,11 @@ services deduplicate), which covers a crash between storing a hop and sending it
 A hop never waits forever (`hop_watch`): one its service has no live consumer for, past
 `hop_timeout`, is sent again once and then fails its task with why; and when the queue lost
 its messages (Redis restarted empty), every running task's hop in flight is sent again.
+
+With its state in PostgreSQL (`db="postgresql://..."`), several control planes on one
+database and one queue handle one system: each message goes to one of them, a handler holds
+its task's lock in the database, and a killed one's unacknowledged messages are taken over
+by the others after the queue's visibility timeout.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 from agent_core.errors import AgentCoreError
@@ -72,15 +78,19 @@ __all__ = ["ControlPlaneServer"]
 logger = logging.getLogger("stepwise.services.control_plane")
 
 _TAKES_TASKS = (ServiceKind.AGENT, ServiceKind.HUMAN)
+_WAIT_POLL = 0.5  # Seconds between looks at a waited-for task another control plane may end.
 
 
 class ControlPlaneServer:
-    """The control plane: services, tasks and hops in SQLite, an orchestrator, an HTTP API.
+    """The control plane: services, tasks and hops in SQL, an orchestrator, an HTTP API.
 
     Args:
         message_queue: The queue it consumes `control_plane` messages from.
         orchestrator: Chooses each task's next hop.
-        db: SQLite file for its state, or ":memory:" (the default: gone when it stops).
+        db: Where its state is: a SQLite file, ":memory:" (the default: gone when it
+            stops), or a `postgresql://` URL, which several control planes may share
+            (`?schema=` picks the schema, default "stepwise_services"; needs the `postgres`
+            extra).
         host: Where its HTTP API listens (loopback by default).
         port: Its port.
         token: When set, every route but `/health` requires `Authorization: Bearer <token>`;
@@ -119,7 +129,6 @@ class ControlPlaneServer:
         self.hop_timeout = hop_timeout
         self.create_timeout = create_timeout
         self.hop_watch = HopWatch(self)
-        self._locks: dict[str, asyncio.Lock] = {}
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._app: FastAPI | None = None
 
@@ -264,16 +273,21 @@ class ControlPlaneServer:
     async def wait_for_task(self, task_id: str, *, timeout: float | None = None) -> TaskRecord:  # noqa: ASYNC109
         """The task once it has ended (completed or failed).
 
+        Woken when this control plane ends it, and looks every `_WAIT_POLL` seconds too:
+        another control plane on the same database may end it.
+
         Raises:
             TimeoutError: It had not ended within `timeout` seconds.
         """
         waiter = asyncio.get_running_loop().create_future()
         self._waiters.setdefault(task_id, []).append(waiter)
         try:
-            task = self.state.get_task(task_id)
-            if not task.status.ended:
-                await asyncio.wait_for(waiter, timeout)
-            return self.state.get_task(task_id)
+            async with asyncio.timeout(timeout):
+                while not (task := self.state.get_task(task_id)).status.ended:
+                    await asyncio.wait([waiter], timeout=_WAIT_POLL)  # Leaves it pending.
+                    if waiter.done():
+                        await asyncio.sleep(_WAIT_POLL)  # Never a busy loop once woken.
+            return task
         finally:
             waiters = self._waiters.get(task_id, [])
             if waiter in waiters:
@@ -521,8 +535,8 @@ class ControlPlaneServer:
         self.state.fail_task(task_id, error, hop_id=open_hop.hop_id if open_hop else None)
         self._wake(task_id)
 
-    def _lock(self, task_id: str) -> asyncio.Lock:
-        return self._locks.setdefault(task_id, asyncio.Lock())
+    def _lock(self, task_id: str) -> AbstractAsyncContextManager[None]:
+        return self.state.task_lock(task_id)
 
     def _wake(self, task_id: str) -> None:
         for waiter in self._waiters.get(task_id, []):

@@ -1,21 +1,21 @@
-"""`ControlPlaneState`: the control plane's tasks, hops, services and inbox, in SQLite.
+"""`ControlPlaneState`: the control plane's tasks, hops, services and inbox, in SQL.
 
 Every change is one transaction, and the ones a redelivered message could repeat are
 conditional (`... WHERE status = 'sent'`), so handling a message twice changes nothing the
-second time: the handlers are idempotent by hop state, not by luck.
+second time: the handlers are idempotent by hop state, not by luck. That state, the hop
+watch's deadlines and resends included, is all in the database, so control planes sharing a
+PostgreSQL database (`database.py`) agree on it; SQLite serves one control plane.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
+from stepwise.services.control_plane.database import open_database
 from stepwise.services.errors import (
     HopNotPendingError,
     HumanRequestNotWaitingError,
@@ -52,13 +52,18 @@ CREATE TABLE IF NOT EXISTS hops (
     proposed_service TEXT NOT NULL, proposed_input TEXT NOT NULL, service_name TEXT,
     input TEXT, edited INTEGER NOT NULL DEFAULT 0, result TEXT, error TEXT,
     service_task_id TEXT, message_id TEXT NOT NULL,
-    created_at REAL NOT NULL, updated_at REAL NOT NULL, UNIQUE (task_id, seq));
+    created_at REAL NOT NULL, updated_at REAL NOT NULL, resends INTEGER NOT NULL DEFAULT 0,
+    watch_at REAL, UNIQUE (task_id, seq));
 CREATE TABLE IF NOT EXISTS human_requests (
     request_id TEXT PRIMARY KEY, task_id TEXT NOT NULL, hop_id TEXT, service_name TEXT NOT NULL,
     prompt TEXT NOT NULL, status TEXT NOT NULL, answer TEXT, reply_to TEXT NOT NULL,
     created_at REAL NOT NULL, answered_at REAL);
 CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (created_at);
 """
+# Columns added since the first layout, added to a file written before them.
+_ADDED = (("hops", "resends", "INTEGER NOT NULL DEFAULT 0"), ("hops", "watch_at", "REAL"))
+# When the hop watch next looks at a sent hop: as set, else its timeout after it was sent.
+_WATCH_AT = "COALESCE(watch_at, updated_at + ?)"
 
 _TASK_COLUMNS = (
     "task_id, input, status, step_mode, session_id, result, error, created_at, updated_at, "
@@ -82,42 +87,35 @@ _REQUEST_COLUMNS = (
 
 
 class ControlPlaneState:
-    """The control plane's records in one SQLite database (a file, or ":memory:").
+    """The control plane's records in one database.
 
-    Safe to use from several threads: one connection, one lock, short transactions.
+    Args:
+        db: A SQLite file, ":memory:", or a `postgresql://` URL (several control planes may
+            share one; `?schema=` picks its schema, default "stepwise_services").
+
+    Safe to use from several threads: short transactions.
     """
 
     def __init__(self, db: str | Path = ":memory:") -> None:
         self.path = str(db)
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._lock = threading.RLock()
-        if self.path != ":memory:":
-            self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
+        self._db = open_database(db, _SCHEMA)
+        for table, column, declaration in _ADDED:
+            self._db.ensure_column(table, column, declaration)
+        self._transaction = self._db.transaction
+        self._rows = self._db.rows
+
+    @property
+    def where(self) -> str:
+        """The database, to name in logs (a URL without its password)."""
+        return self._db.where
 
     def close(self) -> None:
         """Close the database."""
-        with self._lock:
-            self._db.close()
+        self._db.close()
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                # SQLite has already rolled back a broken transaction (a full disk, say); a
-                # failed rollback must never hide the error that made it necessary.
-                if self._db.in_transaction:
-                    with suppress(sqlite3.Error):
-                        self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-
-    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._db.execute(sql, params).fetchall()
+    def task_lock(self, task_id: str) -> AbstractAsyncContextManager[None]:
+        """Held while a handler changes the task; in the database when it is PostgreSQL."""
+        return self._db.task_lock(task_id)
 
     # ------------------------------------------------------------------ services
 
@@ -135,7 +133,10 @@ class ControlPlaneState:
         )
         with self._transaction() as db:
             db.execute(
-                "INSERT OR REPLACE INTO services VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO services VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (service_name) DO "
+                "UPDATE SET description = excluded.description, kind = excluded.kind, "
+                "host = excluded.host, port = excluded.port, "
+                "registered_at = excluded.registered_at",
                 (
                     record.service_name,
                     record.description,
@@ -170,8 +171,8 @@ class ControlPlaneState:
         now = time.time()
         with self._transaction() as db:
             cursor = db.execute(
-                "INSERT OR IGNORE INTO tasks (task_id, input, status, step_mode, session_id, "
-                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO tasks (task_id, input, status, step_mode, session_id, "
+                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (task.task_id, task.input, TaskStatus.RUNNING.value, int(task.step_mode),
                  task.session_id, now, now),
             )  # fmt: skip
@@ -348,6 +349,51 @@ class ControlPlaneState:
         )
         return [_hop(row) for row in rows]
 
+    # ------------------------------------------------------------------ hop watch
+
+    def due_hops(self, *, now: float, timeout: float) -> list[HopRecord]:
+        """Sent hops of running tasks the hop watch is to look at by `now`, oldest first."""
+        rows = self._rows(
+            f"SELECT {_HOP_COLUMNS} FROM hops WHERE status = 'sent' AND {_WATCH_AT} <= ? AND "
+            "task_id IN (SELECT task_id FROM tasks WHERE status = 'running') ORDER BY updated_at",
+            (timeout, now),
+        )
+        return [_hop(row) for row in rows]
+
+    def due_resends(self, hop_id: str, *, now: float, timeout: float) -> int | None:
+        """How often the hop was sent again, if it is sent and due by `now`; else None."""
+        rows = self._rows(
+            f"SELECT resends FROM hops WHERE hop_id = ? AND status = 'sent' AND {_WATCH_AT} <= ?",
+            (hop_id, timeout, now),
+        )
+        return rows[0][0] if rows else None
+
+    def watch_hop(self, hop_id: str, *, until: float) -> None:
+        """Look at the sent hop next at `until`."""
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE hops SET watch_at = ? WHERE hop_id = ? AND status = 'sent'",
+                (until, hop_id),
+            )
+
+    def claim_resend(self, hop_id: str, *, now: float, timeout: float, until: float) -> bool:
+        """Take the sent, due hop's one resend (next look at `until`).
+
+        False when it is not due, or was sent again already (here or by another control plane).
+        """
+        with self._transaction() as db:
+            cursor = db.execute(
+                f"UPDATE hops SET resends = resends + 1, watch_at = ? WHERE hop_id = ? AND "
+                f"status = 'sent' AND resends = 0 AND {_WATCH_AT} <= ?",
+                (until, hop_id, timeout, now),
+            )
+        return cursor.rowcount == 1
+
+    def reset_watch(self) -> None:
+        """Every sent hop is looked at its timeout after it was sent (the queue lost them)."""
+        with self._transaction() as db:
+            db.execute("UPDATE hops SET watch_at = NULL WHERE status = 'sent'")
+
     def release_hop(self, hop_id: str, *, service_name: str, input: str) -> HopRecord:
         """Send a pending hop: as proposed (approve) or changed (edit).
 
@@ -426,8 +472,8 @@ class ControlPlaneState:
         """Put a request in the inbox; False when it was there already (redelivered)."""
         with self._transaction() as db:
             cursor = db.execute(
-                f"INSERT OR IGNORE INTO human_requests ({_REQUEST_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO human_requests ({_REQUEST_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (request.request_id, request.task_id, request.hop_id, request.service_name,
                  request.prompt, request.status.value, request.answer, request.reply_to,
                  request.created_at, request.answered_at),
