@@ -113,12 +113,15 @@ class NotifyBridge:
         relay.add_done_callback(self._relays.discard)
 
     async def _relay(self, run: StepRun) -> None:
+        told = False
         async for event in run.awatch():
             if event.kind in _RELAYED:
                 data = event.model_dump(mode="json")
                 if len(json.dumps(data, ensure_ascii=False).encode()) <= MAX_EVENT_BYTES:
                     self._put({"o": self.origin, "t": run.task_id, "s": run.step_id, "e": [data]})
-        self._put({"o": self.origin, "t": run.task_id, "s": run.step_id, "e": [], "end": True})
+                    told = True
+        if told:  # Nothing told, nothing to end: the receivers made no run of it.
+            self._put({"o": self.origin, "t": run.task_id, "s": run.step_id, "e": [], "end": True})
 
     def _put(self, notice: dict[str, Any]) -> None:
         try:
