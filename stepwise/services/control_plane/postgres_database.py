@@ -73,6 +73,8 @@ class PostgresDatabase:
         self._pool = self._new_pool(_STATEMENTS)
         self._lock_pool = self._new_pool(_LOCKS)
         self._local_locks: dict[str, asyncio.Lock] = {}
+        # Waited for in the event loop, so the pool's own (blocking) wait never stalls it.
+        self._lock_slots = asyncio.Semaphore(_LOCKS)
         self._create(schema_sql)
 
     def _new_pool(self, size: int) -> Connections:
@@ -117,7 +119,14 @@ class PostgresDatabase:
             return _Transaction(conn).execute(sql, params).fetchall()
 
     def ensure_column(self, table: str, column: str, declaration: str) -> None:
-        """Add `column` to `table` unless it has it."""
+        """Add `column` to `table` unless it has it (ALTER locks the table: only when needed)."""
+        found = self.rows(
+            "SELECT 1 FROM information_schema.columns WHERE table_schema = ? AND table_name = ? "
+            "AND column_name = ?",
+            (self.schema, table, column),
+        )
+        if found:
+            return
         with self.transaction() as tx:
             declaration = re.sub(r"\bREAL\b", "DOUBLE PRECISION", declaration)
             tx.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {declaration}")
@@ -130,7 +139,7 @@ class PostgresDatabase:
         taken only by the one whose turn it is; another control plane's hold is waited out
         by trying again, with backoff, without blocking the event loop.
         """
-        async with self._local_locks.setdefault(task_id, asyncio.Lock()):
+        async with self._local_locks.setdefault(task_id, asyncio.Lock()), self._lock_slots:
             with self._lock_pool.lend() as conn, self._failures("lock a task in"):
                 with conn.transaction():
                     await self._acquire(conn, _lock_key(f"task:{self.schema}:{task_id}"))

@@ -121,3 +121,24 @@ def test_a_services_file_puts_the_control_plane_on_the_database_its_url_names(
     plane.state.register_service(ServiceDefinition(service_name="alpha", description="a"))
     assert [s.service_name for s in ControlPlaneState(db).list_services()] == ["alpha"]
     assert not list(tmp_path.glob("postgresql*"))  # Not taken for a file's name.
+
+
+def test_a_schema_from_before_gets_the_hop_watch_columns(
+    db: str, postgres_url: str, postgres_schema: str
+) -> None:
+    import psycopg
+
+    from tests.stepwise.services.test_control_plane_layout import _OLD_HOPS
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{postgres_schema}"')
+        conn.execute(f'SET search_path TO "{postgres_schema}"')
+        for statement in filter(str.strip, _OLD_HOPS.replace("REAL", "FLOAT8").split(";")):
+            conn.execute(statement)
+    state = ControlPlaneState(db)
+    task = TaskDefinition(input="x")
+    state.add_task(task)
+    hop = state.add_hop(task.task_id, service_name="a", input="x", pending=False,
+                        orchestrator_state={})  # fmt: skip
+    later = time.time() + 60
+    assert [h.hop_id for h in state.due_hops(now=later, timeout=10)] == [hop.hop_id]
