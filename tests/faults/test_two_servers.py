@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -66,7 +67,7 @@ class _Server:
         self.launch(*extra)
         self.wait()
 
-    def launch(self, *extra: str) -> None:
+    def launch(self, *extra: str, host: str | None = None) -> None:
         env = {
             **os.environ,
             "STEPWISE_WORKSPACES": str(self.folder / "ws"),
@@ -75,9 +76,14 @@ class _Server:
         }
         env.pop("STEPWISE_API_TOKEN", None)
         command = [sys.executable, "-m", "stepwise.cli", "serve", "--port", str(self.port)]
+        command = [*command, "--db", self.db, *extra]
+        if host is not None:  # Another machine, as its step claims say: its own host name.
+            command = ["unshare", "--uts", "sh", "-c", f'hostname {host} && exec "$@"', "-"]
+            command += [sys.executable, "-m", "stepwise.cli", "serve", "--port", str(self.port)]
+            command += ["--db", self.db, *extra]
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                [*command, "--db", self.db, *extra],
+                command,
                 cwd=self.folder,
                 env=env,
                 stdout=log,
@@ -242,6 +248,8 @@ def test_fifty_clients_through_two_servers_lose_and_repeat_nothing_when_one_is_k
     assert not tally.errors, tally.errors[:5]
     assert served_before_kill >= 15  # The kill landed mid-run, not before it.
     assert tally.counts["dropped"] + tally.counts["refused"] >= 1, tally.counts  # It was felt.
+    # Each step finds the task its server cached moved on by the other: reloaded, not refused.
+    assert tally.counts["409_conflict"] == 0, tally.counts
 
     # A store opened afresh, as a third process would: every task there, each step once.
     store = open_store(database)
@@ -452,3 +460,68 @@ def _wait_running(runtime: ServerRuntime, task_id: str) -> Any:
             return step
         time.sleep(0.05)
     raise AssertionError("the step never ran")
+
+
+def test_a_killed_machines_running_step_is_taken_over_once_its_lease_lapses(
+    tmp_path: Path, database: str
+) -> None:
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("another machine is played by a UTS namespace: needs root and unshare")
+    with OpenAIServer() as model:
+        # A slow model (0.3 s before each streamed chunk): the step's claim reaches the store.
+        model.script(policy=lambda body: Reply(text="405", delay_s=0.3))
+        env = {"STEPWISE_MODEL": "openai", "OPENAI_BASE_URL": f"{model.url}/v1"}
+        env["OPENAI_API_KEY"] = "sk-test-of-two-servers"
+        far, near = _Server(tmp_path, database, **env), _Server(tmp_path, database, **env)
+        far.launch(host="far-machine")
+        near.launch()
+        far.wait()
+        near.wait()
+        store = open_store(database)
+        try:
+            with httpx.Client(timeout=60) as http:
+                task_id = http.post(
+                    f"{far.url}/ap/v1/agent/tasks", json={"input": "What is (121 * 3) + 42?"}
+                ).json()["task_id"]
+                threading.Thread(
+                    target=_quietly, args=(http, f"{far.url}/ap/v1/agent/tasks/{task_id}/steps")
+                ).start()
+                step = _wait_claimed(store, task_id)
+                assert step.claimed_by.startswith("far-machine:")  # Another machine's claim.
+                assert far.kill() == -signal.SIGKILL
+                killed = time.monotonic()
+                first = http.post(f"{near.url}/ap/v1/agent/tasks/{task_id}/steps", json={})
+                answered = time.monotonic()
+                attempts = 1
+                while first.status_code != 200 and time.monotonic() - killed < 30:
+                    time.sleep(0.2)
+                    first = http.post(f"{near.url}/ap/v1/agent/tasks/{task_id}/steps", json={})
+                    attempts += 1
+                taken_over = time.monotonic() - killed
+            state = store.load_task(task_id)
+        finally:
+            store.close()
+            near.stop(graceful=False)
+    assert first.status_code == 200, first.text
+    if answered - killed < 1.0:  # Asked well within the 2 s lease: the claim still held.
+        assert attempts > 1
+    assert state is not None and len(state.completed) == 1 and len(state.steps) == 1
+    assert state.steps[state.completed[0]].step_id == step.step_id  # The same step, once.
+    print(f"taken over {taken_over:.1f} s after the kill ({attempts} attempts)")
+
+
+def _quietly(http: httpx.Client, url: str) -> None:
+    """POST to a server about to be killed (the answer never comes)."""
+    with contextlib.suppress(httpx.TransportError, RuntimeError):
+        http.post(url, json={})
+
+
+def _wait_claimed(store: Any, task_id: str) -> Any:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        state = store.load_task(task_id)
+        steps = list(state.steps.values()) if state is not None else []
+        if steps and steps[0].status is StepStatus.RUNNING and steps[0].claimed_by:
+            return steps[0]
+        time.sleep(0.05)
+    raise AssertionError("the step was never claimed in the store")
