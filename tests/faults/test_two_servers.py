@@ -382,25 +382,28 @@ def test_a_server_whose_listening_connection_drops_listens_again(
     assert "tool_call_started" in {event["event"] for event in seen}
 
 
-def test_serve_with_two_workers_serves_both_apis_on_one_port(tmp_path: Path, database: str):
+def test_serve_with_two_workers_serves_both_apis_and_replaces_a_killed_worker(
+    tmp_path: Path, database: str
+):
     # A password the test server does not check (trust), which the start-up line must not show.
     server = _Server(tmp_path, database.replace("postgres@", "postgres:pw-of-the-test@"))
     server.start("--workers", "2")
     try:
         assert server.process is not None
-        children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
-        workers = children.read_text().split()
+        workers = _workers_of(server.process.pid)
+        assert len(workers) == 2, workers  # uvicorn's worker processes, under its supervisor.
         with httpx.Client(base_url=server.url, timeout=30) as http:
-            task_id = http.post("/ap/v1/agent/tasks", json={"input": ARITHMETIC_TASK}).json()[
-                "task_id"
-            ]
-            outputs = []
-            for _ in SCRIPT:  # Each step may land on either worker.
-                step = http.post(f"/ap/v1/agent/tasks/{task_id}/steps", json={}).json()
-                outputs.append(step["output"])
-            assert step["is_last"]
-            for word, output in zip(SCRIPT, outputs, strict=True):
-                assert word in output
+            _step_to_the_end(http)
+            # A worker killed is replaced by uvicorn's supervisor; the port keeps serving.
+            os.kill(workers[0], signal.SIGKILL)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                now = _workers_of(server.process.pid)
+                if len(now) == 2 and workers[0] not in now:
+                    break
+                time.sleep(0.2)
+            assert len(now) == 2 and workers[0] not in now, (workers, now)
+            _step_to_the_end(http)
             body = {"messages": [{"role": "user", "content": ARITHMETIC_TASK}], "tools": [MULTIPLY]}
             answer = http.post("/v1/agent/execute", json=body)
             assert answer.status_code == 200, answer.text
@@ -408,10 +411,33 @@ def test_serve_with_two_workers_serves_both_apis_on_one_port(tmp_path: Path, dat
             assert call["name"] == "multiply"
     finally:
         server.stop()
-    assert len(workers) >= 2, workers  # uvicorn's worker processes, beside its supervisor.
     said = server.log.read_text()
     assert "2 processes" in said and "postgres:***@" in said
     assert "pw-of-the-test" not in said
+
+
+def _workers_of(pid: int) -> list[int]:
+    """uvicorn's worker processes: the children of its supervisor that multiprocessing spawned."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    workers = []
+    for child in children:
+        with contextlib.suppress(OSError):
+            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                workers.append(int(child))
+    return workers
+
+
+def _step_to_the_end(http: httpx.Client) -> None:
+    """Create the demo's task and run its three steps (each may land on either worker)."""
+    task_id = http.post("/ap/v1/agent/tasks", json={"input": ARITHMETIC_TASK}).json()["task_id"]
+    outputs = []
+    for _ in SCRIPT:
+        step = http.post(f"/ap/v1/agent/tasks/{task_id}/steps", json={})
+        assert step.status_code == 200, step.text
+        outputs.append(step.json()["output"])
+    assert step.json()["is_last"]
+    for word, output in zip(SCRIPT, outputs, strict=True):
+        assert word in output
 
 
 def test_a_cancel_that_reaches_another_process_stops_the_step_where_it_runs(
