@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 from agent_core.demos import ARITHMETIC_TASK
@@ -301,68 +302,9 @@ def _events(
                     subscribed.set()
 
 
-def test_a_watcher_on_one_server_sees_the_step_the_other_server_runs(
-    servers: tuple[_Server, _Server],
-) -> None:
-    runs_it, watches = servers
-    with httpx.Client(timeout=30) as http, httpx.Client(timeout=30) as watcher:
-        task_id = http.post(
-            f"{runs_it.url}/ap/v1/agent/tasks", json={"input": ARITHMETIC_TASK}
-        ).json()["task_id"]
-        seen: list[dict] = []
-        subscribed = threading.Event()
-        watching = threading.Thread(
-            target=_events, args=(watcher, watches.url, task_id, seen, subscribed), daemon=True
-        )
-        watching.start()
-        assert subscribed.wait(30)
-
-        step = http.post(f"{runs_it.url}/ap/v1/agent/tasks/{task_id}/steps", json={}).json()
-        deadline = time.monotonic() + 20
-        wanted = {"tool_call_started", "tool_call_finished", "step_completed"}
-        while not wanted <= {event["event"] for event in seen} and time.monotonic() < deadline:
-            time.sleep(0.05)
-    kinds = [event["event"] for event in seen]
-    assert wanted <= set(kinds), kinds
-    # The tool call only the running process knew of: relayed, not read from the store.
-    [call] = [event for event in seen if event["event"] == "tool_call_started"]
-    assert call["tool_name"] == "multiply" and call["step_id"] == step["step_id"]
-    [completed] = [event for event in seen if event["event"] == "step_completed"]
-    assert completed["step_id"] == step["step_id"]
-
-
-def _listeners(database: str) -> set[int]:
-    """The backends LISTENing for the servers' events (their last statement is the LISTEN)."""
-    import psycopg
-
-    url, _, schema = database.partition("?schema=")
-    with psycopg.connect(url, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE query = %s",
-            (f'LISTEN "{channel_of(schema)}"',),
-        ).fetchall()
-    return {pid for (pid,) in rows}
-
-
-def test_a_server_whose_listening_connection_drops_listens_again(
-    servers: tuple[_Server, _Server], database: str
-) -> None:
-    import psycopg
-
-    runs_it, watches = servers
-    before = _listeners(database)
-    assert len(before) == 2  # One per process, however many subscribers.
-    with psycopg.connect(database.partition("?")[0], autocommit=True) as conn:
-        for pid in before:
-            assert conn.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
-    deadline = time.monotonic() + 20
-    while (len(_listeners(database)) < 2 or _listeners(database) & before) and (
-        time.monotonic() < deadline
-    ):
-        time.sleep(0.1)
-    after = _listeners(database)
-    assert len(after) == 2 and not after & before, (before, after)
-
+def _watch_a_step(runs_it: _Server, watches: _Server) -> tuple[dict, list[dict]]:
+    """Step a new task on `runs_it` while a watcher on `watches` reads its events."""
+    wanted = {"tool_call_started", "tool_call_finished", "step_completed"}
     with httpx.Client(timeout=30) as http, httpx.Client(timeout=30) as watcher:
         task_id = http.post(
             f"{runs_it.url}/ap/v1/agent/tasks", json={"input": ARITHMETIC_TASK}
@@ -373,13 +315,51 @@ def test_a_server_whose_listening_connection_drops_listens_again(
             target=_events, args=(watcher, watches.url, task_id, seen, subscribed), daemon=True
         ).start()
         assert subscribed.wait(30)
-        http.post(f"{runs_it.url}/ap/v1/agent/tasks/{task_id}/steps", json={})
+        step = http.post(f"{runs_it.url}/ap/v1/agent/tasks/{task_id}/steps", json={}).json()
         deadline = time.monotonic() + 20
-        while "tool_call_started" not in {e["event"] for e in seen} and (
-            time.monotonic() < deadline
-        ):
+        while not wanted <= {event["event"] for event in seen} and time.monotonic() < deadline:
             time.sleep(0.05)
-    assert "tool_call_started" in {event["event"] for event in seen}
+    return step, list(seen)
+
+
+def _listeners(database: str) -> set[int]:
+    """The backends LISTENing for the servers' events (their last statement is the LISTEN)."""
+    url, _, schema = database.partition("?schema=")
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE query = %s",
+            (f'LISTEN "{channel_of(schema)}"',),
+        ).fetchall()
+    return {pid for (pid,) in rows}
+
+
+def test_a_watcher_on_one_server_sees_the_step_the_other_runs_even_after_a_lost_listener(
+    servers: tuple[_Server, _Server], database: str
+) -> None:
+    runs_it, watches = servers
+    step, seen = _watch_a_step(runs_it, watches)
+    kinds = [event["event"] for event in seen]
+    assert {"tool_call_started", "tool_call_finished", "step_completed"} <= set(kinds), kinds
+    # The tool call only the running process knew of: relayed, not read from the store.
+    [call] = [event for event in seen if event["event"] == "tool_call_started"]
+    assert call["tool_name"] == "multiply" and call["step_id"] == step["step_id"]
+    [completed] = [event for event in seen if event["event"] == "step_completed"]
+    assert completed["step_id"] == step["step_id"]
+
+    # The listening connections dropped (terminated by the database): each listens again.
+    before = _listeners(database)
+    assert len(before) == 2  # One per process, however many subscribers.
+    with psycopg.connect(database.partition("?")[0], autocommit=True) as conn:
+        for pid in before:
+            assert conn.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
+    deadline = time.monotonic() + 20
+    after = _listeners(database)
+    while (len(after) < 2 or after & before) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        after = _listeners(database)
+    assert len(after) == 2 and not after & before, (before, after)
+    step, seen = _watch_a_step(runs_it, watches)
+    assert "tool_call_started" in {event["event"] for event in seen}, seen
 
 
 def test_serve_with_two_workers_serves_both_apis_and_replaces_a_killed_worker(
