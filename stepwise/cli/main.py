@@ -139,10 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
         type=_workers,
         default=1,
         metavar="N",
-        help="server processes on the one port and database (default: 1); each serves every "
-        "route, and a step one runs streams to a watcher on another. A team's setup is "
-        "--db postgresql://... (several processes or machines); a SQLite file takes a few "
-        "processes of one machine",
+        help="server processes on the one port and database (default: 1), each serving every "
+        "route. The team setup is --db postgresql://... (processes or machines on one "
+        "database; a step one runs streams live to a watcher on another); a SQLite file "
+        "takes a few processes of one machine (a watcher sees the others' steps as stored)",
     )
     add_services_parser(commands)
     add_db_parser(commands)
