@@ -25,16 +25,17 @@ from agent_core import ParallelAgentRunner, user_code
 from agent_core.errors import UserError
 from agent_core.llms.base import LLM
 from agent_core.llms.catalog import PROVIDERS, infer_model
+from agent_core.runtime.claims import claim_is_stale
 from agent_core.runtime.step_runs import LIVE_RUNS
 from agent_core.spec import AgentSpec
 from agent_core.store.base import Store, TaskChange
 from agent_core.store.open import open_store
 from agent_core.types import StepStatus, Task, TaskStatus
 from stepwise.server._events import EventHub
+from stepwise.server.settings import ServedProvider, ServerSettings
 
 if TYPE_CHECKING:
     from stepwise.server._notify import NotifyBridge
-from stepwise.server.settings import ServedProvider, ServerSettings
 
 __all__ = ["ModelUsed", "Runtime", "ServerRuntime", "runtime_of"]
 
@@ -178,6 +179,7 @@ class ServerRuntime:
             self._bridge is None
             or LIVE_RUNS.get(step_id) is not None
             or step.status is not StepStatus.RUNNING
+            or claim_is_stale(step.claimed_by, step_id)  # Its process is gone: nobody to tell.
         ):
             runner.cancel_step(task_id, step_id, wait=wait)
             return runner
