@@ -305,9 +305,11 @@ def finalize(
 
 @router.post("/steps/{step_id}/cancel", response_model=TaskView, summary="Stop a running step")
 def cancel(task_id: str, step_id: str, runtime: Runtime) -> Any:
-    """Stop a step running in this server; it is recorded as failed and can run again."""
-    runner = runtime.runner_for_task(task_id)
-    runner.cancel_step(task_id, step_id)
+    """Stop a running step, in this process or another on the same PostgreSQL database.
+
+    It is recorded as failed and can run again.
+    """
+    runner = runtime.cancel_step(task_id, step_id)
     return _view(runner, task_id)
 
 

@@ -423,15 +423,17 @@ def _step_to_the_end(http: httpx.Client) -> None:
 def test_a_cancel_that_reaches_another_process_stops_the_step_where_it_runs(
     tmp_path: Path, database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Stop pressed on server B (its HTTP route) stops the step server A runs."""
     with OpenAIServer() as model:
         model.script(policy=lambda body: Reply(text="Thought: slow.\nAnswer: late", delay_s=30))
         env = {"STEPWISE_MODEL": "openai", "OPENAI_BASE_URL": f"{model.url}/v1"}
         env["OPENAI_API_KEY"] = "sk-test-of-two-servers"
         for name, value in env.items():
             monkeypatch.setenv(name, value)
-        server = _Server(tmp_path, database, **env)
+        server, other = _Server(tmp_path, database, **env), _Server(tmp_path, database, **env)
         server.start()
-        elsewhere = ServerRuntime(ServerSettings(db=database, token=None))  # Another process.
+        other.start()
+        reader = ServerRuntime(ServerSettings(db=database, token=None))
         try:
             with httpx.Client(base_url=server.url, timeout=60) as http:
                 task_id = http.post("/ap/v1/agent/tasks", json={"input": "Be slow."}).json()[
@@ -444,15 +446,17 @@ def test_a_cancel_that_reaches_another_process_stops_the_step_where_it_runs(
                     )
                 )
                 stepping.start()
-                step = _wait_running(elsewhere, task_id)
+                step = _wait_running(reader, task_id)
                 started = time.monotonic()
-                runner = elsewhere.cancel_step(task_id, step.step_id, wait=20)
-                stopped = runner.get_step(task_id, step.step_id)
+                cancel = f"{other.url}/stepwise/v1/tasks/{task_id}/steps/{step.step_id}/cancel"
+                stop = httpx.post(cancel, timeout=60)
                 stepping.join(timeout=30)
+                stopped = reader.runner_for_task(task_id).get_step(task_id, step.step_id)
         finally:
-            elsewhere.close()
+            reader.close()
+            other.stop(graceful=False)
             server.stop(graceful=False)
-    assert elsewhere._bridge is not None  # The stop went by NOTIFY, not in this process.
+    assert stop.status_code == 200, stop.text  # B told A; it did not run the step itself.
     assert stopped.status is StepStatus.FAILED and stopped.error == STOPPED_BY_YOU
     assert time.monotonic() - started < 25  # Not the model's 30 s: stopped mid-call.
     assert answers and answers[0].status_code != 200
