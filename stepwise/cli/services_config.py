@@ -36,7 +36,8 @@ from agent_core.errors import UserError
 from agent_core.llms.base import LLM
 from agent_core.llms.catalog import infer_model, split_model
 from agent_core.spec import AgentSpec
-from agent_core.store import InMemoryStore, SQLiteStore
+from agent_core.store import InMemoryStore, Store
+from agent_core.store.open import is_url, open_store
 from agent_core.user_code.registry import UserCodeRegistry
 from stepwise.http.settings import api_token
 from stepwise.services import (
@@ -156,9 +157,13 @@ class ServicesConfig:
             name=entry.name, agent=entry.name, agent_target=entry.agent,
             provider=provider, model=model or "",  # type: ignore[arg-type]
         )  # fmt: skip
-        store = SQLiteStore(self._path(entry.store)) if entry.store else InMemoryStore()
+        store = self._store(entry.store) if entry.store else InMemoryStore()
         runner = spec.build_runner(store=store, registry=registry)
         return AgentService(runner, queue, **common)
+
+    def _store(self, target: str) -> Store:
+        """A service's task store: a postgresql:// URL as given, a path beside this file."""
+        return open_store(target if is_url(target) else self._path(target))
 
     def _orchestrator(self) -> BaseOrchestrator:
         if self.orchestrator.get("kind", "agent") == "pipeline":

@@ -142,3 +142,21 @@ def test_a_schema_from_before_gets_the_hop_watch_columns(
                         orchestrator_state={})  # fmt: skip
     later = time.time() + 60
     assert [h.hop_id for h in state.due_hops(now=later, timeout=10)] == [hop.hop_id]
+
+
+def test_a_services_store_may_be_a_postgres_url_or_a_path_beside_the_file(
+    postgres_url: str, postgres_schema: str, tmp_path
+) -> None:
+    from agent_core.store import PostgresStore, SQLiteStore
+    from stepwise.cli.services_config import load_config
+
+    config = tmp_path / "services.toml"
+    config.write_text('queue = "simple"\n')
+    loaded = load_config(config)
+
+    on_postgres = loaded._store(f"{postgres_url}?schema={postgres_schema}")
+    beside = loaded._store("alpha.db")
+
+    assert isinstance(on_postgres, PostgresStore) and on_postgres.schema == postgres_schema
+    assert isinstance(beside, SQLiteStore) and (tmp_path / "alpha.db").exists()
+    assert not list(tmp_path.glob("postgresql*"))  # A URL is not taken for a file's name.
