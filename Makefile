@@ -62,13 +62,19 @@ test: lint chromium redis postgres
 # the page's speed in Chromium (bench/results/page_speed.json), then what HTTP costs
 # (bench/results/server_speed.json), then multi-agent services beside llama-agents (its own env:
 # bench/.venv-llama-agents; bench/results/services_speed.json), then each framework adapter's
-# per-step cost beside the framework alone (bench/results/adapters_speed.json).
+# per-step cost beside the framework alone (bench/results/adapters_speed.json), then a team's
+# setup: the PostgreSQL step beside the SQLite one, one `stepwise serve` process against two
+# on PostgreSQL (bench/results/server_processes.json), one control plane against two
+# (bench/results/control_planes.json).
 bench: $(STAMP) chromium redis postgres
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.page_speed
 	$(BIN)/python -m bench.server_speed
 	$(BIN)/python -m bench.services_speed
 	$(BIN)/python -m bench.adapters_speed
+	$(BIN)/python -m bench.postgres_step
+	$(BIN)/python -m bench.server_processes
+	$(BIN)/python -m bench.control_planes
 
 # ruff, then the layers of DESIGN.md §1 (import-linter's contracts in pyproject.toml).
 lint: $(STAMP)
