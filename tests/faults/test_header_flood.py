@@ -21,6 +21,7 @@ import pytest
 
 from stepwise.http.listening import MAX_HEADER_BYTES, MAX_HEADER_COUNT
 from stepwise.services import ControlPlaneServer, PipelineOrchestrator, SimpleMessageQueue
+from tests._serve_process import wait_healthy
 from tests.stepwise.services._system import free_port, served
 
 TOKEN = "a-token-of-the-flood-test"
@@ -52,23 +53,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int,
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_healthy(f"http://127.0.0.1:{port}", process)
+        wait_healthy(f"http://127.0.0.1:{port}", process)
         yield "127.0.0.1", port, process.pid
     finally:
         process.terminate()
         process.wait(timeout=30)
-
-
-def _wait_healthy(url: str, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the server exited"
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise AssertionError("the server did not answer /health within 60 s")
 
 
 def _flood(host: str, port: int) -> tuple[socket.socket, int]:

@@ -36,6 +36,7 @@ from stepwise.http.listening import uvicorn_options
 from stepwise.server import ServerSettings, create_app
 from stepwise.server._events import POLL_S, EventHub
 from stepwise.server.runtime import ServerRuntime
+from tests._serve_process import wait_healthy
 from tests.stepwise.services._system import free_port
 
 TASKS = 1_000  # Four times the cache; 5,000 take ~30 s here and show the same bound.
@@ -188,7 +189,7 @@ def test_idle_subscribers_cost_little_cpu(tmp_path):
     url = f"http://127.0.0.1:{port}"
     sockets: list[socket.socket] = []
     try:
-        _wait_healthy(url, process)
+        wait_healthy(url, process)
         tasks = [
             httpx.post(f"{url}/ap/v1/agent/tasks", json={"input": f"t{n}"}).json()["task_id"]
             for n in range(4)
@@ -299,18 +300,6 @@ def _read_until(sock: socket.socket, marker: bytes) -> bytes:
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _wait_healthy(url: str, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the server exited"
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise AssertionError("the server did not answer /health within 60 s")
 
 
 def _wait_until(condition, timeout: float = 10) -> None:

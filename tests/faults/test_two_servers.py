@@ -35,6 +35,7 @@ from agent_core.types import StepStatus
 from stepwise.server import ServerSettings
 from stepwise.server._notify import channel_of
 from stepwise.server.runtime import ServerRuntime
+from tests._serve_process import wait_healthy
 from tests.llm_servers import OpenAIServer, Reply
 from tests.stepwise.services._system import free_port
 
@@ -94,7 +95,7 @@ class _Server:
 
     def wait(self) -> None:
         assert self.process is not None
-        _wait_healthy(self.url, self.process, self.log)
+        wait_healthy(self.url, self.process, output=lambda: self.log.read_text()[-3000:])
 
     def kill(self) -> int:
         assert self.process is not None
@@ -111,19 +112,6 @@ class _Server:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=30)
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the server exited: {log.read_text()[-3000:]}")
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise AssertionError("the server did not answer /health within 60 s")
 
 
 @pytest.fixture

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
+
+from tests._serve_process import wait_healthy
 
 from .conftest import free_port
 
@@ -19,19 +20,6 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {**os.environ, "STEPWISE_WORKSPACES": str(tmp_path / "ws"), **extra}
     env.pop("STEPWISE_API_TOKEN", None)
     return {**env, **extra}
-
-
-def _wait_healthy(url: str, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the server exited: {process.stderr.read()}")
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise AssertionError("the server did not answer /health within 60 s")
 
 
 def test_serve_listens_on_loopback_with_its_database_and_the_api_docs(tmp_path):
@@ -45,7 +33,7 @@ def test_serve_listens_on_loopback_with_its_database_and_the_api_docs(tmp_path):
     )
     try:
         url = f"http://127.0.0.1:{port}"
-        _wait_healthy(url, process)
+        wait_healthy(url, process, output=lambda: process.stderr.read() if process.stderr else "")
         auth = {"Authorization": "Bearer t0ken-for-the-test"}
         assert httpx.get(f"{url}/openapi.json").status_code == 401
         schema = httpx.get(f"{url}/openapi.json", headers=auth).json()
