@@ -46,17 +46,22 @@ postgres:
 	@command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { \
 		apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; }
 
-# Two groups side by side, one per core: the browser tests (tests/e2e: Chromium and streamlit
-# servers, mostly waiting on them) and all the others (the root conftest.py splits them by
-# $STEPWISE_TEST_GROUP). The browser group's log is printed after the others'; the run fails if
-# either group does. `.venv/bin/pytest` alone runs every test in one process.
+# Three groups side by side: the browser tests (tests/e2e: Chromium and streamlit servers,
+# mostly waiting on them), the tests that mostly wait on processes they start (services,
+# several servers, the sandbox's escapes) and all the others (the root conftest.py splits them
+# by $STEPWISE_TEST_GROUP). The browser and process groups' logs are printed after the others';
+# the run fails if any group does. `.venv/bin/pytest` alone runs every test in one process.
 test: lint chromium redis postgres
 	@STEPWISE_TEST_GROUP=browser $(BIN)/pytest tests/e2e -p no:cacheprovider \
 		> .pytest-browser.log 2>&1 & browser=$$!; \
+	STEPWISE_TEST_GROUP=processes $(BIN)/pytest tests/stepwise/services tests/faults \
+		-p no:cacheprovider > .pytest-processes.log 2>&1 & processes=$$!; \
 	STEPWISE_TEST_GROUP=others $(BIN)/pytest; others=$$?; \
+	wait $$processes; process_tests=$$?; \
 	wait $$browser; browsers=$$?; \
+	echo "===== the tests that wait on processes ====="; cat .pytest-processes.log; \
 	echo "===== the browser tests (tests/e2e) ====="; cat .pytest-browser.log; \
-	test $$others -eq 0 && test $$browsers -eq 0
+	test $$others -eq 0 && test $$process_tests -eq 0 && test $$browsers -eq 0
 
 # Benchmarks side by side with LlamaIndex and LangGraph (their own env: bench/.venv), then
 # the page's speed in Chromium (bench/results/page_speed.json), then what HTTP costs

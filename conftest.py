@@ -22,7 +22,20 @@ _LOCAL_NAMES = {"localhost", "localhost.localdomain", ""}
 
 
 TEST_GROUP_ENV = "STEPWISE_TEST_GROUP"
-"""`make test` runs two groups of tests side by side, one per core: "browser" and "others"."""
+"""`make test` runs three groups of tests side by side: "browser", "processes" and "others"."""
+
+TEST_GROUPS = ("browser", "processes", "others")
+
+_PROCESS_TESTS = (
+    "tests/stepwise/services/",
+    "tests/faults/test_services_recovery.py",
+    "tests/faults/test_two_control_planes.py",
+    "tests/faults/test_two_servers.py",
+    "tests/faults/test_sandbox_escape.py",
+)
+"""Tests that mostly wait on servers they start (Redis, PostgreSQL, control planes, `stepwise
+serve`) or on processes they kill: a group of their own overlaps that waiting with the others'
+CPU (the others took 948 s beside the browser tests' 776 s when they were one group)."""
 
 _BESIDE_THE_OTHERS = ("tests/e2e/test_real_model_in_browser.py",)
 """Browser tests that run in the "others" group, so that both groups take about as long
@@ -31,8 +44,9 @@ _BESIDE_THE_OTHERS = ("tests/e2e/test_real_model_in_browser.py",)
 
 def _group_of(nodeid: str) -> str:
     path = nodeid.partition("::")[0]
-    browser = path.startswith("tests/e2e/") and path not in _BESIDE_THE_OTHERS
-    return "browser" if browser else "others"
+    if path.startswith("tests/e2e/") and path not in _BESIDE_THE_OTHERS:
+        return "browser"
+    return "processes" if path.startswith(_PROCESS_TESTS) else "others"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -40,8 +54,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     group = os.environ.get(TEST_GROUP_ENV)
     if not group:
         return
-    if group not in ("browser", "others"):
-        raise pytest.UsageError(f"{TEST_GROUP_ENV} is 'browser' or 'others', not {group!r}")
+    if group not in TEST_GROUPS:
+        raise pytest.UsageError(f"{TEST_GROUP_ENV} is one of {TEST_GROUPS}, not {group!r}")
     kept = [item for item in items if _group_of(item.nodeid) == group]
     config.hook.pytest_deselected(items=[item for item in items if item not in kept])
     items[:] = kept

@@ -11,8 +11,10 @@ import textwrap
 
 import httpx
 
+from tests._serve_process import wait_healthy
+
 from .conftest import free_port
-from .test_serve_command import STEPWISE, _env, _wait_healthy
+from .test_serve_command import STEPWISE, _env
 
 _AGENT_FILE = textwrap.dedent(
     """
@@ -40,7 +42,7 @@ def test_an_unknown_agent_is_refused_with_the_names_and_no_import(tmp_path):
     )
     try:
         url = f"http://127.0.0.1:{port}"
-        _wait_healthy(url, process)
+        wait_healthy(url, process, output=lambda: process.stderr.read() if process.stderr else "")
         assert not marker.exists()  # Starting imports no user module.
         body = {"input": "hi", "additional_input": {"agent": "nope"}}
         refused = httpx.post(f"{url}/ap/v1/agent/tasks", json=body, timeout=30)

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from tests._serve_process import wait_healthy
 from tests.llm_servers import (
     LLAMA_CPP_QUIRKS,
     OpenAIServer,
@@ -27,7 +28,7 @@ from tests.llm_servers import (
 )
 
 from .conftest import free_port
-from .test_serve_command import STEPWISE, _env, _wait_healthy
+from .test_serve_command import STEPWISE, _env
 
 MODEL = "smollm2"
 KEY = "sk-loopback-secret-0123456789"
@@ -74,7 +75,7 @@ def _serving(tmp_path: Path, **env: str) -> Iterator[tuple[str, subprocess.Popen
     )
     try:
         url = f"http://127.0.0.1:{port}"
-        _wait_healthy(url, process)
+        wait_healthy(url, process, output=lambda: process.stderr.read() if process.stderr else "")
         yield url, process
     finally:
         if process.poll() is None:
