@@ -22,6 +22,7 @@ import contextlib
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -150,14 +151,6 @@ def _stop_all(children: Sequence[subprocess.Popen[bytes]]) -> None:
             child.wait()
 
 
-class _Stop(Exception):
-    """SIGTERM arrived: stop every child."""
-
-
-def _raise_stop(signum: int, frame: object) -> None:
-    raise _Stop
-
-
 def run_up(config: ServicesConfig) -> int:
     """Start every part of `config`, print where each is, and stop them all on a signal."""
     if config.in_process:
@@ -166,17 +159,25 @@ def run_up(config: ServicesConfig) -> int:
         check_exposure(config.host, config.token)  # Refused here, before any part starts.
     print(f"Stepwise services from {config.path}, queue {config.queue}", flush=True)
     parts = _parts(config)
+    # Ctrl-C and SIGTERM set a flag the watch loop reads, never raise: an exception thrown
+    # into Popen.poll() can leave its wait lock held, and stopping then hung on that child.
+    stopping = threading.Event()
     previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    signal.signal(signal.SIGTERM, _raise_stop)
+    for signum in previous:
+        signal.signal(signum, lambda signum, frame: stopping.set())
     try:
         for part in parts:
+            if stopping.is_set():
+                break
             part.launch()
             assert part.process is not None
             print(part.announce(part.process.pid), flush=True)
-        print(f"Clients and the app's Services page: {config.control_plane_url}", flush=True)
-        print("Ctrl-C stops them all; a part that dies is restarted.", flush=True)
-        return supervise(parts)
-    except (KeyboardInterrupt, _Stop):
+        else:
+            print(f"Clients and the app's Services page: {config.control_plane_url}", flush=True)
+            print("Ctrl-C stops them all; a part that dies is restarted.", flush=True)
+            code = supervise(parts, stopping)
+            if code:
+                return code
         print("Stopping every service…", flush=True)
         return 0
     finally:

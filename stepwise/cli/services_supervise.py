@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,9 +55,13 @@ class Part:
         self.restart_at = None
 
 
-def supervise(parts: list[Part]) -> int:
-    """Watch `parts` (already launched) until one cannot start; 1 then (the reason printed)."""
-    while True:
+def supervise(parts: list[Part], stop: threading.Event | None = None) -> int:
+    """Watch `parts` (already launched) until one cannot start or `stop` is set.
+
+    Returns 1 when a part cannot start (the reason printed), 0 when stopped.
+    """
+    stop = stop or threading.Event()
+    while not stop.is_set():
         now = time.monotonic()
         for part in parts:
             if part.restart_at is not None:
@@ -69,7 +74,8 @@ def supervise(parts: list[Part]) -> int:
             code = part.process.poll()
             if code is not None and not _schedule_restart(part, code, now):
                 return 1
-        time.sleep(_POLL_S)
+        stop.wait(_POLL_S)
+    return 0
 
 
 def _schedule_restart(part: Part, code: int, now: float) -> bool:

@@ -157,6 +157,8 @@ class Up:
             os.killpg(self.process.pid, signum)
         try:
             code = self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"up did not stop within 30 s; it said:\n{self.output}") from None
         finally:
             self._reader.join(timeout=10)
         return code
