@@ -28,6 +28,7 @@ __all__ = [
     "is_url",
     "masked_target",
     "open_store",
+    "split_schema",
 ]
 
 DB_ENV = "STEPWISE_DB"
@@ -97,7 +98,7 @@ def open_store(
 def _postgres(url: str, max_connections: int | None) -> PostgresStore:
     from agent_core.store.postgres import PostgresStore
 
-    url, schema = _take_schema(url)
+    url, schema = split_schema(url)
     options = {} if max_connections is None else {"max_connections": max_connections}
     try:
         return PostgresStore(url, schema=schema, **options)
@@ -105,15 +106,15 @@ def _postgres(url: str, max_connections: int | None) -> PostgresStore:
         raise UserError(f"the database URL's schema= is not usable: {exc}") from None
 
 
-def _take_schema(url: str) -> tuple[str, str]:
-    """The URL without its `schema=` parameter, and that schema.
+def split_schema(url: str, default: str = DEFAULT_SCHEMA) -> tuple[str, str]:
+    """The URL without its `schema=` parameter (libpq knows none), and that schema.
 
     The other parameters are kept byte for byte: re-encoding them (urlencode) would turn a
     space into "+", which libpq does not read back as a space.
     """
     base, _, rest = url.partition("?")
     query, hash_mark, fragment = rest.partition("#")
-    schema = DEFAULT_SCHEMA
+    schema = default
     kept = []
     for part in query.split("&") if query else []:
         name, _, value = part.partition("=")

@@ -20,10 +20,10 @@ import re
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
-from urllib.parse import unquote
 
 from agent_core.errors import StoreError, UserError
 from agent_core.extras import require
+from agent_core.store.open import split_schema
 from agent_core.store.postgres import masked_url
 from stepwise.services.control_plane._pg_connections import Connections
 
@@ -160,18 +160,11 @@ class PostgresDatabase:
 
 
 def _take_schema(url: str) -> tuple[str, str]:
-    """The URL without its `schema=` parameter (libpq knows none), and that schema."""
-    base, _, query = url.partition("?")
-    schema, kept = DEFAULT_SCHEMA, []
-    for part in query.split("&") if query else []:
-        name, _, value = part.partition("=")
-        if unquote(name) == "schema":
-            schema = unquote(value)
-        else:
-            kept.append(part)
+    """The URL without its `schema=` parameter, and that schema, which must be a plain name."""
+    url, schema = split_schema(url, default=DEFAULT_SCHEMA)
     if not _SCHEMA_NAME.fullmatch(schema):
         raise UserError(
             f"the control plane's database URL has schema={schema!r}: a schema must be a plain "
             "SQL name (letters, digits, _; at most 63)"
         )
-    return base + ("?" + "&".join(kept) if kept else ""), schema
+    return url, schema
