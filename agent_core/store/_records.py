@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import TypeAdapter
 
-from agent_core.llms.base import ChatMessage
+from agent_core.llms.base import ChatMessage, Usage
 from agent_core.memory import ChatMemoryBuffer
 from agent_core.store.base import TaskSummary
-from agent_core.types import StepSnapshot, StepStatus, Task, TaskState, TaskStep, TaskStepOutput
+from agent_core.types import (
+    StepSnapshot,
+    StepStatus,
+    Task,
+    TaskState,
+    TaskStatus,
+    TaskStep,
+    TaskStepOutput,
+)
 
 __all__ = [
     "assemble_state",
+    "damaged_summary",
     "messages_of",
     "output_record",
     "prompt_record",
@@ -96,6 +106,22 @@ def summary_of(state: TaskState) -> TaskSummary:
         usage=task.usage,
         imported=task.imported,
         thread_id=task.thread_id,
+    )
+
+
+def damaged_summary(task_id: object, task_input: object, exc: Exception) -> TaskSummary:
+    """The list-view line for a task whose row cannot be read: failed, and saying why."""
+    moment = datetime.fromtimestamp(0, UTC)
+    return TaskSummary(
+        task_id=str(task_id),
+        input=str(task_input),
+        status=TaskStatus.FAILED,
+        created_at=moment,
+        updated_at=moment,
+        steps_completed=0,
+        steps_upcoming=0,
+        usage=Usage(),
+        damaged=f"{type(exc).__name__}: {str(exc)[:200]}",
     )
 
 

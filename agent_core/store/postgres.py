@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from agent_core.errors import ConflictError, StoreError
@@ -27,6 +27,7 @@ from agent_core.store._pg_pool import ConnectionPool
 from agent_core.store._pg_sql import LAYOUT_VERSION, TABLES, Statements
 from agent_core.store._records import (
     assemble_state,
+    damaged_summary,
     messages_of,
     output_record,
     prompt_record,
@@ -474,15 +475,4 @@ def _summary(row: tuple[Any, ...]) -> TaskSummary:
             thread_id=row[9] or row[0],
         )
     except (ValueError, TypeError) as exc:
-        moment = datetime.fromtimestamp(0, UTC)
-        return TaskSummary(
-            task_id=str(row[0]),
-            input=str(row[1]),
-            status=TaskStatus.FAILED,
-            created_at=moment,
-            updated_at=moment,
-            steps_completed=0,
-            steps_upcoming=0,
-            usage=Usage(),
-            damaged=f"{type(exc).__name__}: {str(exc)[:200]}",
-        )
+        return damaged_summary(row[0], row[1], exc)

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from agent_core.errors import ConflictError, StoreError
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.store._records import (
     assemble_state,
+    damaged_summary,
     messages_of,
     output_record,
     prompt_record,
@@ -592,15 +593,4 @@ def _summary(row: tuple[Any, ...]) -> TaskSummary:
             thread_id=row[9] or row[0],  # Stored before threads: a thread of its own.
         )
     except (ValueError, TypeError) as exc:
-        moment = datetime.fromtimestamp(0, UTC)
-        return TaskSummary(
-            task_id=str(row[0]),
-            input=str(row[1]),
-            status=TaskStatus.FAILED,
-            created_at=moment,
-            updated_at=moment,
-            steps_completed=0,
-            steps_upcoming=0,
-            usage=Usage(),
-            damaged=f"{type(exc).__name__}: {str(exc)[:200]}",
-        )
+        return damaged_summary(row[0], row[1], exc)
