@@ -23,7 +23,6 @@ from typing import Any
 from agent_core.errors import ConflictError, StoreError
 from agent_core.extras import require
 from agent_core.llms.base import ChatMessage, Usage
-from agent_core.store._pg_pool import ConnectionPool
 from agent_core.store._pg_sql import LAYOUT_VERSION, TABLES, Statements
 from agent_core.store._records import (
     assemble_state,
@@ -36,6 +35,7 @@ from agent_core.store._records import (
 )
 from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
 from agent_core.store.ledger import LedgerEntry
+from agent_core.store.pg_pool import ConnectionPool
 from agent_core.types import StepSnapshot, TaskState, TaskStatus, TaskStep, utcnow
 
 __all__ = ["PostgresStore", "masked_url"]

@@ -24,8 +24,8 @@ from typing import Any
 from agent_core.errors import StoreError, UserError
 from agent_core.extras import require
 from agent_core.store.open import split_schema
+from agent_core.store.pg_pool import ConnectionPool
 from agent_core.store.postgres import masked_url
-from stepwise.services.control_plane._pg_connections import Connections
 
 __all__ = ["DEFAULT_SCHEMA", "PostgresDatabase"]
 
@@ -77,8 +77,8 @@ class PostgresDatabase:
         self._lock_slots = asyncio.Semaphore(_LOCKS)
         self._create(schema_sql)
 
-    def _new_pool(self, size: int) -> Connections:
-        return Connections(self._connect, size=size, timeout=self._timeout, where=self.where)
+    def _new_pool(self, size: int) -> ConnectionPool:
+        return ConnectionPool(self._connect, max_size=size, timeout=self._timeout, where=self.where)
 
     def _connect(self) -> Any:
         try:
@@ -109,13 +109,13 @@ class PostgresDatabase:
     @contextmanager
     def transaction(self) -> Iterator[_Transaction]:
         """One transaction on a pooled connection; a database failure is a `StoreError`."""
-        with self._pool.lend() as conn, self._failures("write to"):
+        with self._pool.connection() as conn, self._failures("write to"):
             with conn.transaction():
                 yield _Transaction(conn)
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """The rows of one read."""
-        with self._pool.lend() as conn, self._failures("read"):
+        with self._pool.connection() as conn, self._failures("read"):
             return _Transaction(conn).execute(sql, params).fetchall()
 
     def ensure_column(self, table: str, column: str, declaration: str) -> None:
@@ -140,7 +140,7 @@ class PostgresDatabase:
         by trying again, with backoff, without blocking the event loop.
         """
         async with self._local_locks.setdefault(task_id, asyncio.Lock()), self._lock_slots:
-            with self._lock_pool.lend() as conn, self._failures("lock a task in"):
+            with self._lock_pool.connection() as conn, self._failures("lock a task in"):
                 with conn.transaction():
                     await self._acquire(conn, _lock_key(f"task:{self.schema}:{task_id}"))
                     yield

@@ -1,4 +1,4 @@
-"""A small bounded pool of PostgreSQL connections, shared by a `PostgresStore`'s threads.
+"""A small bounded pool of PostgreSQL connections, for a store's threads and the control plane.
 
 psycopg's own pool (`psycopg_pool`) is another package; a store needs only this much: at most
 `max_size` connections, reused newest first (a warm one), a broken or half-used connection
