@@ -13,6 +13,7 @@ from stepwise.http.browser_guard import FOREIGN_HOST, BrowserGuard
 from stepwise.http.errors import install_error_handlers
 from stepwise.http.security import GateMiddleware, bearer_matches
 from stepwise.server import agent_protocol, execute, extensions
+from stepwise.server._invalid_text import InvalidTextGuard
 from stepwise.server.runtime import ServerRuntime, runtime_of
 from stepwise.server.settings import ServedProvider, ServerSettings
 
@@ -80,6 +81,8 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    # Innermost: it reads a body the gate below has bounded and authorised.
+    app.add_middleware(InvalidTextGuard)
     app.add_middleware(
         GateMiddleware,
         token=settings.token,
