@@ -3,7 +3,7 @@
 Request headers are read before the token gate runs: a parser that buffers them without limit
 lets anyone grow the server's memory (ten 64 MB headers took it from 78 MB to 649 MB). Both
 servers listen through `stepwise.http.listening`, which refuses a header block past
-`MAX_HEADER_BYTES` or `MAX_HEADER_COUNT` fields and closes the connection.
+`MAX_HEADER_BYTES` or `MAX_HEADER_COUNT` fields with a 431 and closes the connection.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def test_ten_64_mb_headers_are_refused_and_the_server_stays_small(server):
     took = time.monotonic() - started
     for sock, sent in floods:
         assert sent < FLOOD_BYTES, "the server read a whole 64 MB header"
-        assert _answer(sock).startswith(b"HTTP/1.1 400"), "refused with 400, then closed"
+        assert _answer(sock).startswith(b"HTTP/1.1 431"), "refused with 431, then closed"
         sock.close()
     assert peak - before < RSS_GROWTH_BOUND_MB, f"RSS {before:.0f} -> {peak:.0f} MB"
     assert took < 30, f"ten refusals took {took:.1f} s"
@@ -114,12 +114,12 @@ def test_ten_64_mb_headers_are_refused_and_the_server_stays_small(server):
 def test_too_many_header_fields_are_refused(server):
     host, port, _ = server
     assert _raw_request(host, port, [f"X-{n}: v" for n in range(10_000)]).startswith(
-        b"HTTP/1.1 400"
+        b"HTTP/1.1 431"
     )
     # Under the byte bound but over the count bound.
     over = [f"X-{n}: v" for n in range(MAX_HEADER_COUNT + 1)]
     assert len("\r\n".join(over)) < MAX_HEADER_BYTES
-    assert _raw_request(host, port, over).startswith(b"HTTP/1.1 400")
+    assert _raw_request(host, port, over).startswith(b"HTTP/1.1 431")
 
 
 def test_normal_requests_still_pass(server):
@@ -145,7 +145,7 @@ def test_the_control_plane_refuses_header_floods_too():
         host, port = "127.0.0.1", int(url.rsplit(":", 1)[1])
         sock, sent = _flood(host, port)
         with sock:
-            assert sent < FLOOD_BYTES and _answer(sock).startswith(b"HTTP/1.1 400")
+            assert sent < FLOOD_BYTES and _answer(sock).startswith(b"HTTP/1.1 431")
         lines = [f"X-{n}: v" for n in range(10_000)]
-        assert _raw_request(host, port, lines).startswith(b"HTTP/1.1 400")
+        assert _raw_request(host, port, lines).startswith(b"HTTP/1.1 431")
         assert _raw_request(host, port, []).startswith(b"HTTP/1.1 200")
