@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Literal
@@ -72,6 +73,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
         runtime.close()
+        await asyncio.to_thread(_flush_spans)
 
     app = FastAPI(
         title="Stepwise",
@@ -113,3 +115,20 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     app.include_router(agent_protocol.router)
     app.include_router(extensions.router)
     return app
+
+
+def _flush_spans() -> None:
+    """Send the spans still queued for the collector, waiting SHUTDOWN_TIMEOUT_S at most.
+
+    The exit hook that closes tracing never runs on SIGTERM: uvicorn re-raises the signal
+    after shutdown and its default action ends the process, so the last steps' spans were
+    lost. Flushed here, tracing stays on (an app made again in this process still traces).
+    """
+    from agent_core.telemetry import hooks
+    from agent_core.telemetry.export import SHUTDOWN_TIMEOUT_S
+
+    # None while tracing is off or undecided; a caller's own provider may not flush (the API's).
+    provider = getattr(hooks.tracing, "provider", None)
+    flush = getattr(provider, "force_flush", None)
+    if flush is not None:
+        flush(int(SHUTDOWN_TIMEOUT_S * 1000))
