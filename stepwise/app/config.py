@@ -20,9 +20,11 @@ def streamlit_options() -> dict[str, str]:
     return options
 
 
-def streamlit_flags(*, port: int | None = None) -> list[str]:
-    """The settings as `streamlit run` flags (`--server.port 8501` ...); `port` overrides."""
+def streamlit_flags(*, port: int | None = None, host: str | None = None) -> list[str]:
+    """The settings as `streamlit run` flags (`--server.port 8501` ...); `port`, `host` override."""
     options = streamlit_options()
     if port is not None:
         options["server.port"] = str(port)
+    if host is not None:
+        options["server.address"] = host
     return [part for name, value in options.items() for part in (f"--{name}", value)]

@@ -41,8 +41,10 @@ Examples:
   stepwise ui --agent my_agent=my_agent.py:build_agent --tools my_tools=my_tools.py
   stepwise ui --mcp time="uvx mcp-server-time --local-timezone UTC"
   stepwise ui --db runs.db --port 8502
+  STEPWISE_API_TOKEN=... stepwise ui --host 0.0.0.0   (then open http://HOST:8501/?token=...)
 
-The app needs Stepwise's app extra: pip install "stepwise[app]".
+The app answers only localhost, IP addresses and the names in STEPWISE_ALLOWED_HOSTS, and only
+its own pages. The app needs Stepwise's app extra: pip install "stepwise[app]".
 """
 
 
@@ -120,6 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
         "does, with your own agents and tools from this folder.",
         epilog=_UI_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ui.add_argument(
+        "--host",
+        help="the address to listen on (default: localhost); any other than loopback needs"
+        " STEPWISE_API_TOKEN, which each browser gives once as /?token=...",
     )
     _add_shared_arguments(ui, default_port=8501)
     serve = commands.add_parser(
@@ -243,7 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         from stepwise.cli.ui import run_ui
 
-        return run_ui(port=args.port, db=args.db, agents=agents, tools=tools, mcp=mcp)
+        return run_ui(
+            host=args.host, port=args.port, db=args.db, agents=agents, tools=tools, mcp=mcp
+        )
     except AgentCoreError as exc:
         print(f"stepwise {args.command}: {exc}", file=sys.stderr)
         return 1

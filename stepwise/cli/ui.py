@@ -21,6 +21,7 @@ from agent_core.store.open import masked_target
 from agent_core.user_code.registry import AGENTS_ENV, MCP_ENV, TOOLS_ENV
 from stepwise.app import entry_script
 from stepwise.app.config import streamlit_flags
+from stepwise.http.settings import api_token, check_exposure
 
 __all__ = ["DB_ENV", "run_ui", "streamlit_command", "ui_environment"]
 
@@ -28,8 +29,10 @@ DB_ENV = "STEPWISE_DB"
 """The app's database: a path or a URL (`components.runtime.DB_ENV`)."""
 
 
-def streamlit_command(*, port: int | None = None) -> list[str]:
-    """The `streamlit run` command line of the installed app (`port`: else the config's, 8501).
+def streamlit_command(*, port: int | None = None, host: str | None = None) -> list[str]:
+    """The `streamlit run` command line of the installed app.
+
+    `port` and `host` override the config's (8501 on localhost).
 
     `-P` keeps the working folder off the front of `sys.path`: the app's own packages
     (`components`, ...) load from the installation even when the user's project has a
@@ -37,7 +40,8 @@ def streamlit_command(*, port: int | None = None) -> list[str]:
     the app's registry puts their folders on the path when it loads them.
     """
     script = str(entry_script())
-    return [sys.executable, "-P", "-m", "streamlit", "run", script, *streamlit_flags(port=port)]
+    flags = streamlit_flags(port=port, host=host)
+    return [sys.executable, "-P", "-m", "streamlit", "run", script, *flags]
 
 
 def ui_environment(
@@ -67,6 +71,7 @@ def ui_environment(
 
 def run_ui(
     *,
+    host: str | None = None,
     port: int | None,
     db: Path | str | None,
     agents: Mapping[str, str],
@@ -79,9 +84,12 @@ def run_ui(
 
     Raises:
         MissingExtraError: Streamlit (or another package of the app extra) is not installed.
+        UserError: `host` is not a loopback address and no token (of 16+ characters) is set.
     """
     require("app", feature="stepwise ui")
-    command = streamlit_command(port=port)
+    if host is not None:
+        check_exposure(host, api_token())  # The app checks again; this fails before it starts.
+    command = streamlit_command(port=port, host=host)
     env = ui_environment(db=db, agents=agents, tools=tools, mcp=mcp)
     where = masked_target(env.get(DB_ENV) or "stepwise.db")  # A URL's password is not logged.
     print(f"Stepwise: project folder {Path.cwd()}, database {where}", file=sys.stderr, flush=True)

@@ -17,10 +17,15 @@ none by default; so this guard stands in front of the token gate on every server
   `cross_origin_refused`). Programs send neither header, so their body-less POSTs still work;
   a browser's body-less or form POST from another page does not, nor a page on another port
   of this machine (another origin, the same "site").
+- A WebSocket must come from this server's own page: its `Host` as above, and an `Origin`, when
+  the client sends one (every browser does), that is the request's own host and port or an
+  allowed name. A page on another port of this machine is another origin and is refused (the
+  handshake is answered 403): a notebook or a dev server in another tab cannot drive the app.
 - Bodies are JSON (`application/json`, `application/*+json`); multipart only on the routes
   given as `multipart_paths` (artifact uploads). Any other declared type is refused (415
   `unsupported_media_type`). A body with no type reaches the route, which never reads it as
-  JSON (FastAPI's strict content type) and answers 422.
+  JSON (FastAPI's strict content type) and answers 422. The app, whose uploads carry their own
+  XSRF token, turns this check off (`json_bodies_only=False`).
 
 Pure ASGI, like the gate, so a refused request is answered before any route runs.
 """
@@ -33,7 +38,7 @@ import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from stepwise.http.errors import error_body
 from stepwise.http.security import OPEN_PATHS
@@ -59,6 +64,11 @@ class BrowserGuard:
         app: The app behind the guard.
         allowed_hosts: Names answered besides loopback names and IP addresses (lowercase).
         multipart_paths: Paths (a full match) whose route reads a multipart form.
+        json_bodies_only: Refuse bodies of other types than JSON (and multipart on
+            `multipart_paths`); the app's own uploads are checked by Streamlit's XSRF token.
+        own_frames_only: Tell browsers that only this server's own pages may frame its pages
+            (`frame-ancestors 'self'`), so another page cannot show the app under its own
+            and trick a person into clicking it.
     """
 
     def __init__(
@@ -67,12 +77,19 @@ class BrowserGuard:
         *,
         allowed_hosts: Iterable[str] = (),
         multipart_paths: re.Pattern[str] | None = None,
+        json_bodies_only: bool = True,
+        own_frames_only: bool = False,
     ) -> None:
         self.app = app
         self._names = frozenset(allowed_hosts)
         self._multipart = multipart_paths
+        self._json_only = json_bodies_only
+        self._own_frames = own_frames_only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # noqa: D102
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -88,8 +105,21 @@ class BrowserGuard:
             await _refuse(send, 403, "cross_origin_refused", *refusal)
             return
         media = headers.get("content-type")
-        if (changes_state or _has_body(headers)) and media and not self._readable(scope, media):
-            await _refuse(send, 415, "unsupported_media_type", *self._wrong_type(scope, media))
+        if self._json_only and (changes_state or _has_body(headers)) and media:
+            if not self._readable(scope, media):
+                await _refuse(send, 415, "unsupported_media_type", *self._wrong_type(scope, media))
+                return
+        await self.app(scope, receive, _own_frames_only(send) if self._own_frames else send)
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuse a handshake under a foreign name or from another origin's page (403)."""
+        headers = _headers(scope)
+        host, origin = headers.get("host"), headers.get("origin")
+        if host is not None and not self._host_allowed(host):
+            await send({"type": "websocket.close", "code": 1008, "reason": "host_not_allowed"})
+            return
+        if origin is not None and not self._own_origin(scope, origin, host):
+            await send({"type": "websocket.close", "code": 1008, "reason": "cross_origin_refused"})
             return
         await self.app(scope, receive, send)
 
@@ -140,6 +170,25 @@ class BrowserGuard:
         takes = "a JSON or a multipart body" if self._takes_multipart(scope) else "JSON bodies"
         message = f"this route reads {takes} only; this request's body is {kind}"
         return message, "send the body as JSON with the header `Content-Type: application/json`"
+
+
+_FRAME_HEADERS = [
+    (b"content-security-policy", b"frame-ancestors 'self'"),
+    (b"x-frame-options", b"SAMEORIGIN"),  # For browsers that predate frame-ancestors.
+]
+
+
+def _own_frames_only(send: Send) -> Send:
+    """`send`, adding to each response the headers that keep it out of other pages' frames."""
+
+    async def send_framed(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            names = {name.lower() for name, _ in message.get("headers", [])}
+            extra = [(n, v) for n, v in _FRAME_HEADERS if n not in names]
+            message = {**message, "headers": [*message.get("headers", []), *extra]}
+        await send(message)
+
+    return send_framed
 
 
 async def _refuse(send: Send, status: int, code: str, message: str, hint: str) -> None:

@@ -136,6 +136,7 @@ def test_main_hands_the_checked_entries_to_the_app(monkeypatch, tmp_path):
     status = main(["ui", "--port", "9000", "--agent", "a=a.py:f", "--tools", "t=pkg.tools"])
     assert status == 0
     assert seen == {
+        "host": None,
         "port": 9000,
         "db": None,
         "agents": {"a": f"{tmp_path / 'a.py'}:f"},
