@@ -135,6 +135,18 @@ ERROR_CODES: Mapping[str, str] = {
     "was sent; a task being created is stored as failed (stepwise.services)",
     "sandbox_launcher_killed": "run_python's launcher was killed by `signal` before the code "
     "ended (most likely by the code itself); the code and every process it started were stopped",
+    # Cases and replay (agent_core.recordings).
+    "case_malformed": "a case file (`file`) is not JSON, or a field (`field`) holds what the "
+    "format does not allow (`detail`); fix the file or save the case again",
+    "case_format_unknown": "a case file (`file`) has a `format` this Stepwise does not read "
+    "(`supported` lists those it does)",
+    "case_field_missing": "a case file (`file`) lacks a required field (`field`)",
+    "case_check_failed": "a case's Python check (`check`) could not be imported or raised "
+    "(`detail`)",
+    "replay_unsupported": "a case cannot be replayed as recorded (`reason`): e.g. an agent that "
+    "calls its own model rather than the one Stepwise gives it",
+    "replay_diverged": "a replay differed from its recording at step `step` (`kind`): the "
+    "agent's code now asks or does something else there",
 }
 """Every code an `AgentCoreError` carries, with what it means (its `params` in backticks).
 
