@@ -65,6 +65,10 @@ class Statements:
         "extra_state = %s WHERE task_id = %s AND version = %s"
     )
     move_version: str = "UPDATE {s}.tasks SET version = %s WHERE task_id = %s AND version = %s"
+    # Every write of a task takes its row's lock first, whatever version it was made against:
+    # a stale change's compare-and-update matches no row and so locks none, and wrote its
+    # steps unserialised, deadlocking with a current change writing them in another order.
+    lock_task: str = "SELECT 1 FROM {s}.tasks WHERE task_id = %s FOR UPDATE"
     # A step, its output and its undo snapshot share one row, as on SQLite: a NULL output or
     # snapshot keeps the stored one; an empty snapshot drops it (undo).
     upsert_step: str = (

@@ -2,9 +2,10 @@
 
 The same records as `SQLiteStore` (JSON text, written by `_records`), in tables of their own
 schema (`stepwise` unless told), so a shared database is not cluttered. Each `commit` is one
-transaction that first compare-and-updates the task's version: the task row's lock orders
-concurrent commits of one task, and the later one finds the version moved on and gets
-`ConflictError` (`task_changed`), exactly as on SQLite. Claims are the steps' `claimed_by`
+transaction that first locks the task's row, then compare-and-updates its version: the lock
+orders concurrent commits of one task (whatever version each was made against, so none
+deadlocks another), and the later one finds the version moved on and gets `ConflictError`
+(`task_changed`), exactly as on SQLite. Claims are the steps' `claimed_by`
 stamps, as on SQLite: the runtime decides when one is stale.
 
 psycopg 3 is imported when a store is made: `pip install "stepwise[postgres]"`.
@@ -44,6 +45,9 @@ _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 # Conversations share the messages table with tasks, as on SQLite.
 _CONVERSATION_PREFIX = "conversation:"
+
+_RACES = ("40001", "40P01")
+"""SQLSTATEs of a lost race: a serialization failure, a deadlock the server broke."""
 
 _DISK_FULL = "53"
 """SQLSTATE class 53: insufficient resources (a full disk, out of memory)."""
@@ -154,6 +158,8 @@ class PostgresStore:
                 with conn.transaction():
                     yield conn
             except self._pg.Error as exc:
+                if _is_race(exc):
+                    raise _lost_race(what, self.where, task_id) from None
                 raise StoreError(_cannot(what, self.where, exc), task_id=task_id) from exc
 
     @contextmanager
@@ -177,6 +183,8 @@ class PostgresStore:
         with self._pool.connection() as conn:
             try:
                 with conn.pipeline() as pipeline, conn.transaction():
+                    if change.base_version is not None:
+                        conn.execute(self._sql.lock_task, (task_id,))
                     checks = self._write_task_row(conn, change)
                     self._write_rows(conn, change)
                     entry = None
@@ -190,6 +198,8 @@ class PostgresStore:
             except self._pg.IntegrityError:  # A row another runner wrote first, as on SQLite.
                 raise self._conflict(conn, task_id, change.base_version) from None
             except self._pg.Error as exc:
+                if _is_race(exc):  # The lock order rules deadlocks out; kept as a conflict.
+                    raise self._conflict(conn, task_id, change.base_version) from None
                 what = f"write task {task_id} to"
                 raise StoreError(_cannot(what, self.where, exc), task_id=task_id) from exc
 
@@ -336,6 +346,7 @@ class PostgresStore:
     def delete_task(self, task_id: str) -> bool:
         """Remove a task and all its rows (one statement); False when there was none."""
         with self._transaction(f"delete task {task_id} from", task_id) as conn:
+            conn.execute(self._sql.lock_task, (task_id,))  # The task row first, as commits.
             deleted = conn.execute(self._sql.delete_task, {"id": task_id}).rowcount
         return deleted > 0
 
@@ -445,6 +456,20 @@ def _assemble(row: tuple[Any, ...]) -> TaskState:
         steps=[TaskStep.model_validate_json(step) for step in data],
         outputs=[(sid, output) for sid, output in zip(ids, outputs, strict=True) if output],
         snapshots=[StepSnapshot.model_validate_json(snap) for snap in snapshots if snap],
+    )
+
+
+def _is_race(exc: Exception) -> bool:
+    return getattr(exc, "sqlstate", None) in _RACES
+
+
+def _lost_race(what: str, where: str, task_id: str) -> ConflictError:
+    """A write another one beat (the server's own words, its lock names, stay in its log)."""
+    return ConflictError(
+        f"cannot {what} {where}: another writer changed the same rows at the same moment; "
+        "nothing of this change was written. Reload and try again",
+        task_id=task_id,
+        code="task_changed",
     )
 
 

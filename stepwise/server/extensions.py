@@ -17,10 +17,11 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from agent_core.dag import build_dag, to_vis_data
+from agent_core.errors import ConflictError, UserError
 from agent_core.llms.base import Usage
 from agent_core.runtime.breakpoints import AtStep, Breakpoint, CostOver, OnTool, TokensOver
 from agent_core.runtime.parallel import ParallelAgentRunner
-from agent_core.types import ForkPoint, RunLimits, StepKind
+from agent_core.types import ForkPoint, RunLimits, StepKind, StepStatus
 from stepwise.http.errors import ApiError
 from stepwise.server._ap_models import Step
 from stepwise.server.agent_protocol import step_of
@@ -271,8 +272,28 @@ def set_limits(task_id: str, body: LimitsBody, runtime: Runtime, if_match: IfMat
 def fork(task_id: str, step_id: str, runtime: Runtime) -> Any:
     """A new task standing where this one stood after completed step `step_id`."""
     runner = runtime.runner_for_task(task_id)
-    forked = runner.fork_task(task_id, step_id)
+    try:
+        forked = runner.fork_task(task_id, step_id)
+    except UserError as exc:
+        raise _fork_race(runner, exc, task_id, step_id) or exc from None
     return _view(runner, forked.task_id)
+
+
+def _fork_race(runner: Any, exc: UserError, task_id: str, step_id: str) -> ConflictError | None:
+    """A fork from a step that is undone now: the task changed under the client (a 409)."""
+    if exc.code != "fork_point_not_completed":
+        return None
+    step = runner.get_task_state(task_id).steps.get(step_id)
+    if step is None or step.status is not StepStatus.UNDONE:
+        return None  # Never completed: the request itself is wrong (a 400).
+    return ConflictError(
+        f"task {task_id} changed while forking: step {step_id} was undone, so no fork can "
+        "start from it; reload the task and try again",
+        hint=f"GET /stepwise/v1/tasks/{task_id} shows the task as it is",
+        task_id=task_id,
+        step_id=step_id,
+        code="task_changed",
+    )
 
 
 @router.post("/run_until", response_model=RunUntilView, summary="Run until a breakpoint")
