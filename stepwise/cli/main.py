@@ -12,6 +12,7 @@ from agent_core.extras import require
 from agent_core.store.open import is_url
 from agent_core.telemetry import hooks as telemetry_hooks
 from agent_core.user_code.registry import EntryKind, parse_entry
+from stepwise.cli.cases import add_test_parser, run_test
 from stepwise.cli.db import add_db_parser, run_db
 from stepwise.cli.services_args import add_services_parser
 
@@ -112,7 +113,7 @@ Then open http://127.0.0.1:8000/docs.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `stepwise` argument parser (subcommands: `ui`, `serve`, `services`, `db`)."""
+    """The `stepwise` argument parser (subcommands: `ui`, `serve`, `services`, `db`, `test`)."""
     parser = argparse.ArgumentParser(prog="stepwise", description=_DESCRIPTION)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     ui = commands.add_parser(
@@ -153,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_services_parser(commands)
     add_db_parser(commands)
+    add_test_parser(commands)
     return parser
 
 
@@ -231,6 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _services(args)
     if args.command == "db":
         return run_db(args)
+    if args.command == "test":
+        return run_test(args)
     agents = _by_name(args.command_parser, args.agents, "--agent")
     tools = _by_name(args.command_parser, args.tools, "--tools")
     mcp = _by_name(args.command_parser, args.mcp, "--mcp")
