@@ -30,7 +30,7 @@ from agent_core.runtime.step_runs import LIVE_RUNS
 from agent_core.spec import AgentSpec
 from agent_core.store.base import Store, TaskChange
 from agent_core.store.open import open_store
-from agent_core.types import StepStatus, Task, TaskStatus
+from agent_core.types import StepStatus, Task, TaskState, TaskStatus
 from stepwise.server._events import EventHub
 from stepwise.server.settings import ServedProvider, ServerSettings
 
@@ -58,13 +58,13 @@ class _ToldStore:
     attribute is the wrapped store's.
     """
 
-    def __init__(self, store: Store, on_commit: Callable[[str], None]) -> None:
+    def __init__(self, store: Store, on_commit: Callable[[TaskState], None]) -> None:
         self.wrapped = store
         self._on_commit = on_commit
 
     def commit(self, change: TaskChange) -> None:
         self.wrapped.commit(change)
-        self._on_commit(change.state.task_id)
+        self._on_commit(change.state)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.wrapped, name)
@@ -93,10 +93,11 @@ class ServerRuntime:
         # On PostgreSQL the other server processes hear this one's commits and runs at once.
         self._bridge = _bridge(self.store.wrapped, self.events)
 
-    def _committed(self, task_id: str) -> None:
-        self.events.changed(task_id)
+    def _committed(self, state: TaskState) -> None:
+        # The state as committed: the event feed tells its changes without reading it back.
+        self.events.changed(state.task_id, state)
         if self._bridge is not None:
-            self._bridge.committed(task_id)
+            self._bridge.committed(state.task_id)
 
     def runner_for(self, spec: AgentSpec) -> ParallelAgentRunner:
         """The runner of `spec`, built once (again after the user's code is reloaded)."""
