@@ -33,6 +33,7 @@ __all__ = [
     "StepError",
     "StepNotFoundError",
     "StoreError",
+    "StoreUnavailableError",
     "TaskNotActiveError",
     "TaskNotFoundError",
     "ToolError",
@@ -80,6 +81,9 @@ ERROR_CODES: Mapping[str, str] = {
     "when known)",
     "model_not_configured": "a provider needs an API key and has none (`provider`, `key_env`)",
     "store_error": "the store could not read or write",
+    "store_unavailable": "the database (`where`, without its password) does not answer: it is "
+    "stopped, unreachable, or refuses the connection (`detail`: the driver's first line); "
+    "nothing was read or written",
     "unsupported_store_url": "a database URL names a scheme (`scheme`) no store reads; "
     "`supported` lists those that are (a path is a SQLite file)",
     "user_code_error": "the user's own agent or tools failed to load (`target`)",
@@ -420,6 +424,15 @@ class StoreError(AgentCoreError):
     """The store could not read or write; what was committed before is intact."""
 
     default_code = "store_error"
+
+
+class StoreUnavailableError(StoreError):
+    """The database does not answer (stopped, unreachable, refusing): start it, or use another.
+
+    Its `params` name `where` the database is, without its password.
+    """
+
+    default_code = "store_unavailable"
 
 
 class UserCodeError(AgentCoreError):

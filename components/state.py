@@ -182,7 +182,9 @@ def _load(name: str, parse: Callable[[Any], _T], default: _T, *, what: str) -> _
     try:
         saved = _store().get_setting(name)
         return default if saved is None else parse(saved)
-    except (ValueError, AgentCoreError):  # pydantic's ValidationError is a ValueError
+    except (ValueError, AgentCoreError) as exc:  # pydantic's ValidationError is a ValueError
+        if getattr(exc, "code", None) == "store_unavailable":
+            raise  # Not unreadable: unreachable. The page says so, naming the fix.
         # Saved by another version of Stepwise, or naming an agent no longer registered. It is
         # left as it is: saving in Settings replaces it.
         logger.warning("the saved setting %r could not be read; using the default", name)

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from agent_core.errors import ConflictError, StoreError
+from agent_core.errors import ConflictError, StoreError, StoreUnavailableError
 from agent_core.extras import require
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.store._pg_sql import LAYOUT_VERSION, TABLES, Statements
@@ -115,11 +115,27 @@ class PostgresStore:
             # not in the connection's options, which would replace any the URL gives.
             conn.execute("SET TIME ZONE 'UTC'")
             return conn
+        except self._pg.OperationalError as exc:
+            raise self._unavailable(exc) from exc
         except self._pg.Error as exc:
             raise StoreError(
                 f"cannot connect to the PostgreSQL store at {masked_url(self.url)}: {exc}",
                 hint="check the URL, that the server runs and accepts this user",
             ) from exc
+
+    def _unavailable(self, exc: Exception) -> StoreUnavailableError:
+        """The server is down, unreachable or refusing us: said plainly, the driver's text apart.
+
+        The driver's first line goes in `params` (a password never appears in it: libpq names
+        the host and port); the message is the same whatever the cause, for faces to word.
+        """
+        where = masked_url(self.url)
+        detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        return StoreUnavailableError(
+            f"the database at {where} does not answer: start it, or open another database",
+            hint="check that the server runs and accepts this user, then try again",
+            params={"where": where, "detail": masked_url(detail)},
+        )
 
     def _create_schema(self) -> None:
         """Create the schema and its tables, unless they are there (one process at a time)."""
@@ -160,6 +176,8 @@ class PostgresStore:
             except self._pg.Error as exc:
                 if _is_race(exc):
                     raise _lost_race(what, self.where, task_id) from None
+                if _gone(conn):
+                    raise self._unavailable(exc) from exc
                 raise StoreError(_cannot(what, self.where, exc), task_id=task_id) from exc
 
     @contextmanager
@@ -168,6 +186,8 @@ class PostgresStore:
             try:
                 yield conn
             except self._pg.Error as exc:
+                if _gone(conn):
+                    raise self._unavailable(exc) from exc
                 raise StoreError(f"cannot read {what} from {self.where}: {exc}") from exc
 
     # -- tasks
@@ -200,6 +220,8 @@ class PostgresStore:
             except self._pg.Error as exc:
                 if _is_race(exc):  # The lock order rules deadlocks out; kept as a conflict.
                     raise self._conflict(conn, task_id, change.base_version) from None
+                if _gone(conn):
+                    raise self._unavailable(exc) from exc
                 what = f"write task {task_id} to"
                 raise StoreError(_cannot(what, self.where, exc), task_id=task_id) from exc
 
@@ -457,6 +479,11 @@ def _assemble(row: tuple[Any, ...]) -> TaskState:
         outputs=[(sid, output) for sid, output in zip(ids, outputs, strict=True) if output],
         snapshots=[StepSnapshot.model_validate_json(snap) for snap in snapshots if snap],
     )
+
+
+def _gone(conn: Any) -> bool:
+    """Whether the connection died under the call (the server stopped, the network dropped)."""
+    return bool(conn.closed or conn.broken)
 
 
 def _is_race(exc: Exception) -> bool:

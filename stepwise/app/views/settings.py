@@ -6,6 +6,7 @@ import streamlit as st
 
 from components import state
 from components.actions import show_notice
+from components.database import when_database_answers
 from components.settings_form import (
     load_secret_keys,
     render_key_section,
@@ -15,7 +16,12 @@ from components.settings_form import (
 
 
 def render() -> None:
-    """Draw the Settings page."""
+    """Draw the Settings page (or say that its database does not answer)."""
+    with when_database_answers():
+        _render()
+
+
+def _render() -> None:
     state.load_saved_settings()  # Before the notice: a saved setting that cannot be read says so.
     show_notice()
     st.header("Settings")

@@ -34,6 +34,7 @@ from components.conversation_editor import (
     is_conversation_edit,
     render_conversation_editor,
 )
+from components.database import DATABASE_DOWN, render_database_down, when_database_answers
 from components.graph_panel import render_graph_panel
 from components.live_step import render_live_step, watch_live_steps
 from components.memory_view import render_memory
@@ -634,6 +635,9 @@ def _task_view(task_id: str) -> None:
 
 def _cannot_show(task_id: str, error: Exception) -> None:
     """Say why the task could not be drawn, with a way back; never a traceback on the page."""
+    if isinstance(error, AgentCoreError) and error.code == DATABASE_DOWN:
+        render_database_down(error)  # Not the task's fault: the fix is the database.
+        return
     if not isinstance(error, AgentCoreError):
         logger.exception("showing task %s failed", task_id)
     show_message("error", error, headline="This task could not be shown.")
@@ -643,7 +647,12 @@ def _cannot_show(task_id: str, error: Exception) -> None:
 
 
 def render() -> None:
-    """Draw the Stepper page: the new-task form, or the current task."""
+    """Draw the Stepper page: the new-task form, or the current task (or the database down)."""
+    with when_database_answers():
+        _render()
+
+
+def _render() -> None:
     state.load_saved_settings()  # Before the notice: a saved setting that cannot be read says so.
     current = _current_task_id()
     if current is not None:

@@ -10,6 +10,7 @@ import streamlit as st
 
 from components import runtime
 from components.actions import show_notice
+from components.database import when_database_answers
 from components.task_list import (
     ALL_STATUSES,
     PAGE_SIZE,
@@ -22,7 +23,12 @@ from components.task_list import (
 
 
 def render() -> None:
-    """Draw the Tasks page."""
+    """Draw the Tasks page (or say that its database does not answer)."""
+    with when_database_answers():
+        _render()
+
+
+def _render() -> None:
     show_notice()
     st.header("Tasks")
     tasks = runtime.reader().list_tasks()
