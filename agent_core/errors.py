@@ -118,6 +118,10 @@ ERROR_CODES: Mapping[str, str] = {
     "or be reached, or stopped (`detail`; `stderr`: what it wrote since its last answer, when "
     "anything; `tool`: the call that did not run, as a step's cause); it stays so until the "
     "user's code is reloaded, which starts it again",
+    "mcp_tools_unreadable": "an MCP server (`server`, run as or reached at `spec`) answered "
+    "its handshake or tool listing in a form the MCP client could not parse (`detail` has the "
+    "parser's gist, e.g. tool schemas nested too deep); it stays so until the user's code is "
+    "reloaded",
     "mcp_call_timeout": "an MCP server (`server`) did not answer a call of `tool` within "
     "`timeout_s` s; it still runs, so the step can run again",
     "limit_reached": "the task spent its bound `limit_name` (`limit`; `used` so far): raise "

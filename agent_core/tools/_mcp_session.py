@@ -19,14 +19,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["CallResult", "ListedTool", "Session", "SessionFailed"]
+__all__ = ["TOOLS_UNREADABLE", "CallResult", "ListedTool", "Session", "SessionFailed"]
 
 _PAGES = 100
 """Most pages of a tool listing read: a server whose cursor never ends cannot hang a start."""
 
 
+TOOLS_UNREADABLE = "tools_unreadable"
+"""`SessionFailed.reason` of a server whose answer to the handshake or listing did not parse."""
+
+
 class SessionFailed(Exception):
-    """The server cannot be used; the message says why as a predicate ("could not start: ...")."""
+    """The server cannot be used; the message says why as a predicate ("could not start: ...").
+
+    `reason` is `TOOLS_UNREADABLE` when it answered, but not in a form the SDK could read.
+    """
+
+    def __init__(self, detail: str, *, reason: str | None = None) -> None:
+        super().__init__(detail)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -82,13 +93,15 @@ class Session:
         Raises:
             SessionFailed: It did not start, or did not list its tools, within `seconds`.
         """
-        client = _client(target, url=url, cwd=cwd, stderr=stderr, timeout=seconds)
+        garbled: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        client = _client(target, url=url, cwd=cwd, stderr=stderr, timeout=seconds, garbled=garbled)
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         stop = asyncio.Event()
         keeper = asyncio.create_task(_keep(client, ready, stop, on_lost))
         try:
-            await asyncio.wait_for(asyncio.shield(ready), seconds)
-            tools = await asyncio.wait_for(_list_tools(client), seconds)
+            await _unless_garbled(ready, garbled, seconds, what="its answer to the handshake")
+            listing = asyncio.ensure_future(_list_tools(client))
+            tools = await _unless_garbled(listing, garbled, seconds, what="its list of tools")
         except BaseException as exc:
             stop.set()
             keeper.cancel()
@@ -97,6 +110,8 @@ class Session:
                 raise
             if isinstance(exc, TimeoutError):
                 raise SessionFailed(f"could not start: no answer within {seconds:g} s") from None
+            if isinstance(exc, SessionFailed):
+                raise
             raise SessionFailed(_start_failure(exc, target=target, url=url)) from None
         return cls(client, keeper=keeper, stop=stop, tools=tools, on_lost=on_lost)
 
@@ -146,19 +161,84 @@ class Session:
 
 
 def _client(
-    target: list[str] | str, *, url: bool, cwd: Path | None, stderr: TextIO | None, timeout: float
+    target: list[str] | str,
+    *,
+    url: bool,
+    cwd: Path | None,
+    stderr: TextIO | None,
+    timeout: float,
+    garbled: asyncio.Future[str],
 ) -> Any:
     from mcp import Client, Implementation, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
+    async def on_message(message: Any) -> None:
+        # The SDK hands over a message it could not parse and waits on: an answer among them
+        # leaves its request waiting for the whole timeout. Say so through `garbled` at once.
+        if isinstance(message, Exception) and not garbled.done():
+            gist = _unreadable_answer(message)
+            if gist is not None:
+                garbled.set_result(gist)
+
     info = Implementation(name="stepwise", version=_version())
+    options: dict[str, Any] = {"client_info": info, "message_handler": on_message}
     if url:
         assert isinstance(target, str)
-        return Client(target, read_timeout_seconds=timeout, client_info=info)
+        return Client(target, read_timeout_seconds=timeout, **options)
     command, *args = target
     params = StdioServerParameters(command=command, args=args, cwd=cwd)
     transport = stdio_client(params, errlog=stderr) if stderr is not None else stdio_client(params)
-    return Client(transport, read_timeout_seconds=timeout, client_info=info)
+    return Client(transport, read_timeout_seconds=timeout, **options)
+
+
+def _unreadable_answer(exc: Exception) -> str | None:
+    """The parse error's gist when `exc` is the SDK failing to read an answer, else None.
+
+    An answer is a JSON-RPC response; other lines the SDK could not parse (a server's stray
+    print to stdout) change nothing, as before.
+    """
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError) or not exc.errors():
+        return None
+    first = exc.errors()[0]
+    line = first.get("input")
+    if not isinstance(line, str):
+        return None
+    try:
+        message = json.loads(line)
+    except RecursionError:  # Deeper than Python's parser goes: judge by its opening.
+        message = {"id": None, "result": None} if '"id"' in line[:200] else None
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or "id" not in message:
+        return None
+    if "result" not in message and "error" not in message:
+        return None
+    return str(first.get("msg", "not valid"))
+
+
+async def _unless_garbled(
+    waiting: asyncio.Future[Any], garbled: asyncio.Future[str], seconds: float, *, what: str
+) -> Any:
+    """`waiting`'s result; `SessionFailed` at once if an answer could not be read meanwhile.
+
+    Raises:
+        SessionFailed: An answer did not parse (`TOOLS_UNREADABLE`).
+        TimeoutError: Neither within `seconds`.
+    """
+    done, _ = await asyncio.wait(
+        {waiting, garbled}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED
+    )
+    if waiting in done:
+        return waiting.result()
+    if not waiting.done():
+        waiting.cancel()
+        await asyncio.gather(waiting, return_exceptions=True)
+    if garbled in done:
+        detail = f"could not start: {what} could not be read ({garbled.result()})"
+        raise SessionFailed(detail, reason=TOOLS_UNREADABLE)
+    raise TimeoutError
 
 
 def _version() -> str:

@@ -30,16 +30,14 @@ import asyncio
 import atexit
 import concurrent.futures
 import json
-import os
 import re
 import shlex
-import tempfile
 import threading
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -49,12 +47,14 @@ from agent_core.extras import MissingExtraError, require
 from agent_core.llms.base import RAW_TOOL_ARGUMENTS, ToolSpec
 from agent_core.tools import _mcp_session
 from agent_core.tools._mcp_loop import on_mcp_loop, submit
+from agent_core.tools._mcp_stderr import StderrRing
 from agent_core.tools.base import MAX_OUTPUT_CHARS, BaseTool, ToolMetadata
 from agent_core.types import ToolOutput
 
 __all__ = [
     "MCP_CALL_TIMEOUT",
     "MCP_SERVER_FAILED",
+    "MCP_TOOLS_UNREADABLE",
     "McpServer",
     "McpTool",
     "McpToolMetadata",
@@ -66,6 +66,8 @@ MCP_SERVER_FAILED = "mcp_server_failed"
 """The code of a server that could not start, or stopped (see the module's docstring)."""
 MCP_CALL_TIMEOUT = "mcp_call_timeout"
 """The code of a call the server did not answer in time."""
+MCP_TOOLS_UNREADABLE = "mcp_tools_unreadable"
+"""The code of a server whose tool list (or handshake) answer the MCP SDK could not parse."""
 RESTART_HINT = (
     'click "Reload my code" in the app to start it again (or restart `stepwise ui` / '
     "`stepwise serve`)"
@@ -222,8 +224,9 @@ class McpServer:
         self._started: concurrent.futures.Future[list[McpTool]] | None = None
         self._session: _mcp_session.Session | None = None
         self._failure: str | None = None
+        self._failure_code = MCP_SERVER_FAILED  # Of the failure kept.
         self._closed = False
-        self._stderr: TextIO | None = None
+        self._stderr: StderrRing | None = None
         self._stderr_seen = 0
         """How much of stderr was written before the last answer: a failure quotes the rest."""
         _open_servers.add(self)
@@ -312,8 +315,9 @@ class McpServer:
                 pass  # The SDK's shutdown kills the process tree; nothing more to do here.
         elif started is not None:
             started.cancel()  # Still starting: cancelling the start closes what it opened.
-        if self._stderr is not None:
-            self._stderr.close()
+        stderr, self._stderr = self._stderr, None  # Closed: nothing of it is quoted any more.
+        if stderr is not None:
+            stderr.close()
 
     # -- internals
 
@@ -331,7 +335,8 @@ class McpServer:
                     self._started = concurrent.futures.Future()
                     self._started.set_exception(_mcp_session.SessionFailed(self._failure))
                     return self._started
-                self._stderr = self._stderr or _stderr_file()
+                if self._stderr is None and not is_url(self.spec):
+                    self._stderr = StderrRing()
                 self._started = submit(self._open())
             return self._started
 
@@ -341,13 +346,18 @@ class McpServer:
                 self._words or self.spec,
                 url=is_url(self.spec),
                 cwd=self.cwd,
-                stderr=self._stderr,
+                stderr=self._stderr.writer if self._stderr is not None else None,
                 seconds=self.start_timeout,
                 on_lost=self._lost,
             )
         except _mcp_session.SessionFailed as exc:
             self._failure = str(exc)
+            if exc.reason == _mcp_session.TOOLS_UNREADABLE:
+                self._failure_code = MCP_TOOLS_UNREADABLE
             raise
+        finally:
+            if self._stderr is not None:  # The server (if any) has the pipe: its exit ends it.
+                self._stderr.spawned()
         with self._lock:
             closed = self._closed
             if not closed:
@@ -376,16 +386,14 @@ class McpServer:
         )
 
     def _mark_stderr(self) -> None:
-        if self._stderr is not None and not self._stderr.closed:
-            self._stderr_seen = os.fstat(self._stderr.fileno()).st_size
+        if self._stderr is not None:
+            self._stderr_seen = self._stderr.mark()
 
     def _stderr_tail(self) -> str:
         """The end of what the server wrote to stderr since its last answer."""
-        if self._stderr is None or self._stderr.closed:
+        if self._stderr is None:
             return ""
-        fd = self._stderr.fileno()
-        start = max(self._stderr_seen, os.fstat(fd).st_size - _STDERR_TAIL)
-        return os.pread(fd, _STDERR_TAIL, start).decode("utf-8", "replace").strip()
+        return self._stderr.tail(_STDERR_TAIL, since=self._stderr_seen)
 
     def _start_error(self, detail: str) -> UserCodeError:
         """The error of a server that cannot list its tools (the app shows it in the form)."""
@@ -396,7 +404,7 @@ class McpServer:
             target=self.spec,
             hint=hint,
             remedy="reload_code",
-            code=MCP_SERVER_FAILED,
+            code=self._failure_code,
             params=params,
         )
 
@@ -409,7 +417,7 @@ class McpServer:
             tool_name=tool,
             hint=hint,
             remedy="reload_code",
-            code=MCP_SERVER_FAILED,
+            code=self._failure_code,
             params=params,
         )
 
@@ -428,11 +436,6 @@ class McpServer:
             message = f"{message}. It wrote:\n{stderr}\n"
             params["stderr"] = stderr
         return message, params
-
-
-def _stderr_file() -> TextIO:
-    """Where a server's stderr goes: a file, so a failure can quote its last lines."""
-    return tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
 
 
 _open_servers: weakref.WeakSet[McpServer] = weakref.WeakSet()
