@@ -155,6 +155,21 @@ ERROR_CODES: Mapping[str, str] = {
     "calls its own model rather than the one Stepwise gives it",
     "replay_diverged": "a replay differed from its recording at step `step` (`kind`): the "
     "agent's code now asks or does something else there",
+    # Imported runs (agent_core.recordings.importers) and forking them with an agent.
+    "trace_unreadable": "a file to import (`file`) is not UTF-8 JSON or JSON lines, or is cut "
+    "short (`detail`; `line` for JSON lines)",
+    "trace_format_unknown": "a file to import (`file`) is none of the formats Stepwise reads "
+    "(`supported`)",
+    "trace_too_large": "a file to import (`file`) is over a bound: `what` is `size`, the limit "
+    "`limit`",
+    "trace_too_deep": "a file to import (`file`) nests deeper than `limit` levels",
+    "trace_malformed": "a trace's field (`field`, in span `span` when known) holds what its "
+    "format does not allow (`detail`)",
+    "trace_no_model_calls": "a file to import (`file`) holds no model call Stepwise can read, so "
+    "no task was made",
+    "fork_tool_missing": "the agent chosen for a fork lacks tools the recording called (`tools`)",
+    "fork_calls_unanswered": "a fork with another agent starts after a model step whose tool "
+    "calls have no results yet (`tools`): fork from the last tool step after it",
 }
 """Every code an `AgentCoreError` carries, with what it means (its `params` in backticks).
 

@@ -25,6 +25,7 @@ __all__ = [
     "AgentChatResponse",
     "AgentState",
     "ForkPoint",
+    "ImportSource",
     "RunLimits",
     "StepAction",
     "StepInput",
@@ -150,6 +151,20 @@ class ForkPoint(BaseModel):
     """That step's number, for people."""
 
 
+class ImportSource(BaseModel):
+    """Where an imported task came from: the file's format, its name, the trace in it."""
+
+    format: str
+    """`stepwise`, `otlp` (OpenTelemetry GenAI conventions), `openinference`, `langfuse` or
+    `langsmith`."""
+    file: str = ""
+    """The file's name as given (no folder is ever read from it again)."""
+    trace_id: str = ""
+    """The trace's id in its own system, to find it there."""
+    framework: str = ""
+    """The instrumentation that recorded it, when the trace says (`pydantic-ai`, `openai`)."""
+
+
 class Task(BaseModel):
     """One request to an agent, run as a sequence (or DAG) of steps."""
 
@@ -170,6 +185,8 @@ class Task(BaseModel):
     """Tokens and cost of the task's completed steps."""
     imported: bool = False
     """A copy read from a trace file: shown as it was, never run (see `agent_core.trace`)."""
+    imported_from: ImportSource | None = None
+    """Where an imported task came from (`agent_core.recordings.importers`)."""
     thread_id: str = ""
     """The conversation thread the task belongs to; its own id when it started one (set on
     validation). A task that continues a finished task's conversation shares its thread."""
@@ -330,7 +347,9 @@ class StepNote(BaseModel):
     """Something a person should know about a step that did not fail, by a stable `code`.
 
     Codes: `no_tool_call` (the model was offered tools on the task's first step and answered
-    in prose; some local servers ignore tools unless asked, or the model cannot call them).
+    in prose; some local servers ignore tools unless asked, or the model cannot call them);
+    on imported tasks, `trace_span` (a span that was neither a model nor a tool call, kept as
+    it was recorded) and `trace_gap` (what the trace held that could not be read).
     Faces word it from `code`; `message` is the Python API's words.
     """
 
