@@ -25,6 +25,7 @@ __all__ = [
     "TaskResult",
     "ToolCall",
     "ToolCallResult",
+    "hop_id_of",
     "new_id",
 ]
 
@@ -77,6 +78,14 @@ class QueueMessage(BaseModel):
         """A copy with its publish time set now."""
         stats = self.stats.model_copy(update={"publish_time": time.time()})
         return self.model_copy(update={"stats": stats})
+
+
+def hop_id_of(message: QueueMessage) -> str:
+    """The hop a message is about (a hop's NEW_TASK or its result), or "" for none."""
+    hop_id = message.data.get("hop_id")
+    if hop_id is None and isinstance(message.data.get("data"), dict):
+        hop_id = message.data["data"].get("hop_id")  # A TaskResult keeps it in its data.
+    return hop_id if isinstance(hop_id, str) else ""
 
 
 class TaskDefinition(BaseModel):

@@ -113,6 +113,10 @@ class ControlPlane(Protocol):
         """Answer a request from the inbox."""
         ...
 
+    def health(self) -> dict[str, str]:
+        """`{"status": "ok"}`, or `degraded`/`down` with what is wrong with the queue."""
+        ...
+
 
 class ServiceRegistration(ServiceDefinition):
     """A service registering itself: its definition and what kind of service it is."""
@@ -198,8 +202,14 @@ def create_control_plane_app(control_plane: ControlPlane) -> FastAPI:
         return JSONResponse(body, status_code=status)
 
     @app.get("/health", tags=["server"], summary="Whether the control plane is up (no token)")
-    def health() -> dict[str, str]:
-        return {"status": "ok"}
+    def health() -> JSONResponse:
+        """The control plane's state: `ok`, `degraded` (200) or `down` (503).
+
+        Degraded while it recovers lost queue messages: it still serves and routes, so a
+        load balancer keeps it. Down once its consumer stopped: a supervisor restarts it.
+        """
+        body = control_plane.health()
+        return JSONResponse(body, status_code=503 if body["status"] == "down" else 200)
 
     app.include_router(_services_router(control_plane))
     app.include_router(_tasks_router(control_plane))

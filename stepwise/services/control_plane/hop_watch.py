@@ -5,17 +5,20 @@ consumes that service (never started, or a name registered by hand), every repli
 died, or the queue lost the message (Redis restarted without persistence). The watch runs
 beside the control plane's consumer and, every `hop_timeout / 4` seconds (5 s at most):
 
-- asks the queue whether it lost its messages; if so, every running task is taken a hop
-  further at once: its hop in flight is sent again (with its original message id, which
-  services deduplicate: a hop that ran republishes its recorded result), and a task whose
-  NEW_TASK was lost gets its first hop;
+- asks the queue whether it lost its messages (Redis restarted empty or was flushed, or a
+  consumer found its stream or group deleted or evicted); if so, every running task is taken
+  a hop further at once: its hop in flight is sent again (with its original message id,
+  which services deduplicate: a hop that ran republishes its recorded result, which the
+  control plane refuses as a duplicate), and a task whose NEW_TASK was lost gets its first
+  hop; `health` says the queue is degraded until every hop sent again has moved on;
 - for each sent hop older than `hop_timeout`, asks the queue whether a live consumer of its
   service holds or can take it; if one does, the hop's clock starts again (a long hop is
   never cut short); if none does, the hop is sent again once, and past `hop_timeout` again
   its task fails with a reason that names the service and what to do.
 
-Hops of tasks waiting for a person (step mode, the human inbox) are not timed: they wait on
-a person, not a process.
+The watch runs on its own clock, whether or not messages arrive, and a failed check never
+stops it. Hops of tasks waiting for a person (step mode, the human inbox) are not timed: they
+wait on a person, not a process.
 
 When each hop is next looked at, and whether it was sent again, are in the control plane's
 database, and a hop is sent again or failed only under its task's lock: control planes that
@@ -29,14 +32,15 @@ import asyncio
 import logging
 import time
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from stepwise.services.control_plane.state import ControlPlaneState
 from stepwise.services.errors import QueueUnavailableError
 from stepwise.services.message_queues.base import BaseMessageQueue
-from stepwise.services.records import HopRecord
+from stepwise.services.records import HopRecord, HopStatus, TaskStatus
 
-__all__ = ["HopWatch", "Router"]
+__all__ = ["HopWatch", "QueueHealth", "Router"]
 
 logger = logging.getLogger("stepwise.services.control_plane")
 
@@ -59,11 +63,41 @@ class Router(Protocol):
     def _fail(self, task_id: str, error: str) -> None: ...
 
 
+@dataclass
+class QueueHealth:
+    """What the control plane's `/health` says of its queue.
+
+    `ok`; `degraded` (serving, recovering: the queue lost messages and the hops sent again
+    have not all moved on, or the last check could not reach Redis); or `down` (its consumer
+    stopped: it hears nothing, so `/health` answers 503 for a supervisor to restart it).
+    """
+
+    status: str = "ok"
+    detail: str = ""
+    resent: set[str] = field(default_factory=set)  # Hops sent again, until they move on.
+
+    def as_dict(self) -> dict[str, str]:
+        """The body of `/health`."""
+        return {"status": self.status, "queue": self.detail} if self.detail else {"status": "ok"}
+
+    def degrade(self, detail: str) -> None:
+        """Report trouble, unless the consumer is down (worse, and it stays so)."""
+        if self.status != "down":
+            self.status, self.detail = "degraded", detail
+
+    def recover(self) -> None:
+        """Report the queue healthy again."""
+        if self.status != "down":
+            self.status, self.detail = "ok", ""
+            self.resent.clear()
+
+
 class HopWatch:
     """Sends again, or fails, hops no live consumer will answer (see the module docstring)."""
 
     def __init__(self, server: Router) -> None:
         self._server = server
+        self.health = QueueHealth()
 
     @property
     def interval(self) -> float:
@@ -78,6 +112,7 @@ class HopWatch:
                 await self.check()
             except QueueUnavailableError as exc:  # Redis is down: look again next time.
                 logger.warning("hop watch: %s", exc.message)
+                self.health.degrade(f"unreachable: {exc.message}")
             except Exception:  # A bug must not stop the watch for good.
                 logger.exception("hop watch: a check failed")
 
@@ -87,6 +122,7 @@ class HopWatch:
         if await server.message_queue.lost_messages():
             await self._resend_all()
             return
+        self._settle_health()
         now, timeout = time.time(), server.hop_timeout
         served: dict[str, bool] = {}  # Asked once per service per pass, however many hops.
         for hop in server.state.due_hops(now=now, timeout=timeout):
@@ -103,17 +139,41 @@ class HopWatch:
                     await server._advance(task_id, resend=False)
 
     async def _resend_all(self) -> None:
-        running = self._server.state.running_task_ids()
-        self._server.state.reset_watch()
+        state = self._server.state
+        running = state.running_task_ids()
+        state.reset_watch()
         if not running:
             return  # A fresh Redis, or nothing was in flight.
         logger.warning(
-            "the message queue lost its messages (Redis restarted without its data?): "
-            "sending the hop in flight of %d running task(s) again",
+            "the message queue lost messages (Redis restarted or was flushed without its "
+            "data, or a stream or its group was deleted or evicted): sending the hop in "
+            "flight of %d running task(s) again",
             len(running),
         )
         for task_id in running:
             await self._advance(task_id)
+            if (hop := state.open_hop(task_id)) is not None:
+                self.health.resent.add(hop.hop_id)
+        self.health.degrade(
+            "lost messages: its streams and groups recreated, "
+            f"{len(self.health.resent)} hop(s) re-sent, waiting for their results"
+        )
+
+    def _settle_health(self) -> None:
+        """Report the queue healthy once Redis answers and every re-sent hop moved on."""
+        health = self.health
+        health.resent = {hop_id for hop_id in health.resent if self._still_sent(hop_id)}
+        if health.status == "degraded" and not health.resent:
+            if health.detail.startswith("lost messages"):
+                logger.info("the message queue recovered: every hop sent again moved on")
+            health.recover()
+
+    def _still_sent(self, hop_id: str) -> bool:
+        state = self._server.state
+        hop = state.get_hop(hop_id)
+        # A task waiting for a person got its hop: the wait is the person's, not the queue's.
+        running = state.get_task(hop.task_id).status is TaskStatus.RUNNING
+        return hop.status is HopStatus.SENT and running
 
     async def _advance(self, task_id: str) -> None:
         server = self._server

@@ -63,6 +63,7 @@ from stepwise.services.records import (
     HopRecord,
     HopStatus,
     HumanRequest,
+    HumanRequestStatus,
     ServiceKind,
     ServiceRecord,
     TaskRecord,
@@ -137,6 +138,10 @@ class ControlPlaneServer:
         """The base URL of its HTTP API."""
         return f"http://{self.host}:{self.port}"
 
+    def health(self) -> dict[str, str]:
+        """`{"status": "ok"}`, or `degraded`/`down` with what is wrong with the queue."""
+        return self.hop_watch.health.as_dict()
+
     @property
     def app(self) -> FastAPI:
         """Its HTTP API (FastAPI), built on first use."""
@@ -165,6 +170,13 @@ class ControlPlaneServer:
             watching = asyncio.create_task(self.hop_watch.run(), name="control plane hop watch")
             try:
                 await consume()
+            except Exception as exc:
+                # Never silently deaf: say so, answer /health with 503 for a supervisor, and
+                # keep the watch's clock running so no hop waits forever meanwhile.
+                logger.exception("the control plane's consumer stopped; it hears nothing now")
+                self.hop_watch.health.status = "down"
+                self.hop_watch.health.detail = f"its consumer stopped: {_reason(exc)}"
+                await watching
             finally:
                 watching.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -426,8 +438,11 @@ class ControlPlaneServer:
             return
         async with self._lock(hop.task_id):
             hop = self.state.get_hop(hop.hop_id)
-            if hop.status is not HopStatus.SENT:  # Seen before: resume, resend what is in flight.
-                await self._advance(hop.task_id, resend=True)
+            if hop.status is not HopStatus.SENT:
+                await self._on_answered_hop(hop, message)
+                return
+            if (refused := self._refusal(hop, message, result)) is not None:
+                _refuse(hop, message, refused)
                 return
             try:
                 state = self.state.orchestrator_state(hop.task_id)
@@ -443,6 +458,34 @@ class ControlPlaneServer:
                 orchestrator_state=new_state,
             )
             await self._advance(hop.task_id, resend=False)
+
+    async def _on_answered_hop(self, hop: HopRecord, message: QueueMessage) -> None:
+        """A result for a hop that has moved on: a redelivery resumes, anything else is refused.
+
+        Redis counts a redelivery of the same entry (this control plane stopped before
+        acknowledging it, perhaps before sending the next hop): take the task on from there.
+        A copy of the entry, or a service's duplicate after a hop was sent again, is new to
+        Redis: a hop takes one result, so it changes nothing and sends nothing again.
+        """
+        if message.delivery_count > 1:
+            await self._advance(hop.task_id, resend=True)
+            return
+        _refuse(hop, message, f"it is {hop.status.value} already (a replayed or duplicate result)")
+
+    def _refusal(self, hop: HopRecord, message: QueueMessage, result: TaskResult) -> str | None:
+        """Why `result` may not complete the sent `hop`; None when it may."""
+        named = result.data.get("service_name")
+        answered_by = {message.publisher_id, *([named] if named is not None else [])}
+        if answered_by != {hop.service_name}:
+            return f"it was sent to {hop.service_name!r}, not to {message.publisher_id!r}"
+        request = self.state.human_request_for_hop(hop.hop_id)
+        if request is None:
+            return None  # Not an inbox hop (an agent, or a human asked in a terminal).
+        if request.status is not HumanRequestStatus.ANSWERED:
+            return f"the person's request {request.request_id} still waits in the inbox"
+        if result.data.get("human_request_id") != request.request_id:
+            return f"it is not the inbox's answer to request {request.request_id}"
+        return None
 
     async def _on_request_for_help(self, message: QueueMessage) -> None:
         request = HumanRequest.model_validate(message.data)
@@ -554,6 +597,13 @@ async def _let_uvicorn_stop(server: Any, serving: asyncio.Task[None]) -> None:
     while not serving.done():
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(serving)
+
+
+def _refuse(hop: HopRecord, message: QueueMessage, why: str) -> None:
+    logger.warning(
+        "control plane refused a result for hop %d of task %s from %r (message %s): %s",
+        hop.seq, hop.task_id, message.publisher_id, message.id_, why,
+    )  # fmt: skip
 
 
 def _settle(waiter: asyncio.Future[None]) -> None:

@@ -504,6 +504,15 @@ class ControlPlaneState:
             )
         return _request(rows[0])
 
+    def human_request_for_hop(self, hop_id: str) -> HumanRequest | None:
+        """The inbox request a human service made for the hop, if it made one."""
+        rows = self._rows(
+            f"SELECT {_REQUEST_COLUMNS} FROM human_requests WHERE hop_id = ? "
+            "ORDER BY created_at LIMIT 1",
+            (hop_id,),
+        )
+        return _request(rows[0]) if rows else None
+
     def answer_human_request(self, request_id: str, answer: str) -> HumanRequest:
         """Record a person's answer.
 

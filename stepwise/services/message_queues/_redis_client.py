@@ -69,6 +69,11 @@ class RedisStreamsSettings:
         """The stream that holds the messages of `message_type`."""
         return f"{self.stream_prefix}{message_type}"
 
+    @property
+    def epoch_key(self) -> str:
+        """The key whose absence says Redis lost messages (see `lost_messages`)."""
+        return f"{self.stream_prefix}epoch"
+
     def dead_stream(self, message_type: str) -> str:
         """The stream that holds the dead letters of `message_type`."""
         return f"{self.stream_prefix}dead:{message_type}"

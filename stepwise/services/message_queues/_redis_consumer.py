@@ -30,15 +30,21 @@ from stepwise.services.message_queues._redis_client import (
     new_client,
 )
 from stepwise.services.message_queues.base import DeadLetter
-from stepwise.services.message_queues.signing import SIGNATURE_FIELD, verified
-from stepwise.services.messages import QueueMessage, new_id
+from stepwise.services.message_queues.signing import (
+    ADDRESSEE_FIELD,
+    HOP_FIELD,
+    MESSAGE_FIELD,
+    Refusal,
+    refusal,
+)
+from stepwise.services.messages import QueueMessage, hop_id_of, new_id
 
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
     from stepwise.services.message_queues.base import BaseMessageQueue, BaseMessageQueueConsumer
 
-__all__ = ["StreamConsumer"]
+__all__ = ["StreamConsumer", "ensure_group", "is_lost_key"]
 
 logger = logging.getLogger("stepwise.services.message_queues.redis_streams")
 
@@ -97,6 +103,7 @@ class StreamConsumer:
         self._cursor = "0-0"
         self._next_claim = 0.0
         self._needs_group = True
+        self._lost = ""  # Why the group was lost, until it is made again.
 
     @property
     def client(self) -> aioredis.Redis:
@@ -106,7 +113,11 @@ class StreamConsumer:
         return self._client
 
     async def run(self) -> None:
-        """Consume until `stopping` is set or the task is cancelled; survive Redis restarts."""
+        """Consume until `stopping` is set or the task is cancelled; survive Redis restarts.
+
+        Nothing Redis answers ends the loop: a consumer that stopped would leave its service,
+        or the control plane, deaf with nobody told.
+        """
         self._client = new_client(self._settings)
         backoff = Backoff(cap=self._settings.max_backoff)
         try:
@@ -115,12 +126,14 @@ class StreamConsumer:
                 try:
                     await self._step()
                 except ResponseError as exc:
-                    if "NOGROUP" not in str(exc):
-                        raise
-                    # Redis lost the group while a message was in hand (it restarted empty):
-                    # the acknowledgement has nothing to settle; make the group again.
-                    logger.warning("consumer %s: the group of %s is gone", self.name, self._stream)
-                    self._needs_group = True
+                    if is_lost_key(exc):
+                        self._lose_group(exc)
+                        continue
+                    logger.error(
+                        "consumer %s of %s: Redis refused a command (%s); retrying",
+                        self.name, self._stream, exc,
+                    )  # fmt: skip
+                    await asyncio.sleep(backoff.next_delay())
                 except RETRYABLE_ERRORS as exc:
                     delay = backoff.next_delay()
                     logger.warning("consumer %s lost Redis (%s); retrying", self.name, exc)
@@ -130,23 +143,41 @@ class StreamConsumer:
         finally:
             await self._shutdown()
 
+    def _lose_group(self, exc: ResponseError) -> None:
+        """Note that the stream or its group is gone; the next step makes them again."""
+        self._needs_group = True
+        self._lost = self._lost or str(exc)
+
     async def _step(self) -> None:
         if self._needs_group:
-            await ensure_group(self.client, self._stream, self._group)
-            self._needs_group = False
-        try:
-            delivery = await self._claim_due() or await self._read_new()
-        except ResponseError as exc:
-            if "NOGROUP" not in str(exc):
-                raise
-            self._needs_group = True  # The stream was deleted or Redis lost its data.
-            return
+            await self._make_group()
+        delivery = await self._claim_due() or await self._read_new()
         if delivery is None:
             return
         if self.stopping:
             await self._hand_back(delivery)
             return
         await self._deliver(delivery)
+
+    async def _make_group(self) -> None:
+        """Create the group (and stream); after a loss, tell the control plane's hop watch.
+
+        Deleting the epoch key is how the watch learns of it, in this process or another:
+        it sends every hop in flight again, as after a Redis that restarted empty. Messages
+        in the lost stream are gone; those handlers deduplicate the re-sent ones by id.
+        """
+        await ensure_group(self.client, self._stream, self._group)
+        self._needs_group = False
+        if not self._lost:
+            return
+        await self.client.delete(self._settings.epoch_key)
+        logger.warning(
+            "consumer %s: the stream %s or its group %s was gone (Redis said %r: FLUSHALL, "
+            "DEL, an eviction, or a restart without data); recreated it (XGROUP CREATE ... "
+            "MKSTREAM) and told the control plane to send its hops in flight again",
+            self.name, self._stream, self._group, self._lost,
+        )  # fmt: skip
+        self._lost = ""
 
     async def _claim_due(self) -> _Delivery | None:
         if time.monotonic() < self._next_claim:
@@ -202,7 +233,7 @@ class StreamConsumer:
             lease.cancel()
         settle = self._ack if done else self._hand_back
         try:
-            await self._until_done(lambda: settle(delivery))
+            await self._until_done(lambda: _unless_lost(settle(delivery)))
         except asyncio.CancelledError:
             await self._cleanup(settle(delivery))  # Stopping: one bounded last attempt.
             raise
@@ -211,15 +242,18 @@ class StreamConsumer:
 
     async def _message_or_dead_letter(self, delivery: _Delivery) -> QueueMessage | None:
         """The delivered message, or None when it went to the dead letters unhandled."""
-        if not self._signed(delivery):
-            await self._drop_forged(delivery)
+        if (refused := self._refusal(delivery)) is not None:
+            await self._refuse(delivery, refused)
             return None
         try:
-            message = QueueMessage.model_validate_json(delivery.fields.get("message", ""))
+            message = QueueMessage.model_validate_json(delivery.fields.get(MESSAGE_FIELD, ""))
         except ValidationError as exc:
             unreadable = QueueMessage(type=self._type, data={"entry": delivery.fields})
             reason = f"not a QueueMessage: {exc.error_count()} validation error(s)"
             await self._dead_letter_and_ack(delivery, unreadable, reason)
+            return None
+        if (refused := self._misrouted(delivery, message)) is not None:
+            await self._refuse(delivery, refused)
             return None
         message = message.model_copy(update={"delivery_count": delivery.count})
         if delivery.count > self._queue.max_deliveries:
@@ -233,27 +267,44 @@ class StreamConsumer:
             return None
         return message
 
-    def _signed(self, delivery: _Delivery) -> bool:
+    def _refusal(self, delivery: _Delivery) -> Refusal | None:
         key = self._settings.signing_key
         if key is None:
-            return True
-        payload = delivery.fields.get("message", "")
-        return verified(key, payload, delivery.fields.get(SIGNATURE_FIELD))
+            return None
+        return refusal(key, delivery.fields, stream=self._stream)
 
-    async def _drop_forged(self, delivery: _Delivery) -> None:
-        """Keep an unsigned or forged message's entry id as a dead letter; tell nobody.
+    def _misrouted(self, delivery: _Delivery, message: QueueMessage) -> Refusal | None:
+        """Why a message addressed elsewhere than this stream may not be handled here."""
+        if message.type != self._type:
+            return Refusal(
+                "addressed to another consumer",
+                f"it is addressed to {message.type!r} and was written to {self._stream}",
+            )
+        if self._settings.signing_key is None:
+            return None
+        signed = (delivery.fields.get(ADDRESSEE_FIELD), delivery.fields.get(HOP_FIELD))
+        if signed != (message.type, hop_id_of(message)):
+            # The signature is good, so a publisher signed routing its message contradicts.
+            return Refusal(
+                "signed for another addressee or hop",
+                f"it was signed for {signed[0]!r} (hop {signed[1]!r}) but names "
+                f"{message.type!r} (hop {hop_id_of(message)!r})",
+            )
+        return None
+
+    async def _refuse(self, delivery: _Delivery, refused: Refusal) -> None:
+        """Keep a refused entry as a dead letter and acknowledge it; tell nobody.
 
         Telling the control plane would let a forger fail any task it names.
         """
         logger.warning(
-            "consumer %s dropped entry %s of %s: its signature is missing or wrong (a part "
-            "with another STEPWISE_API_TOKEN, or a message written to Redis by someone else)",
-            self.name, delivery.entry_id, self._stream,
+            "consumer %s refused entry %s of %s: %s",
+            self.name, delivery.entry_id, self._stream, refused.detail,
         )  # fmt: skip
-        unsigned = QueueMessage(type=self._type, data={"entry_id": delivery.entry_id})
-        letter = DeadLetter(message=unsigned, reason="missing or wrong signature")
+        refused_message = QueueMessage(type=self._type, data={"entry_id": delivery.entry_id})
+        letter = DeadLetter(message=refused_message, reason=refused.reason)
         await self._until_done(lambda: self._queue._store_dead_letter(letter))
-        await self._until_done(lambda: self._ack(delivery))
+        await self._until_done(lambda: _unless_lost(self._ack(delivery)))
 
     async def _dead_letter_and_ack(
         self, delivery: _Delivery, message: QueueMessage, reason: str
@@ -350,6 +401,25 @@ async def ensure_group(client: aioredis.Redis, stream: str, group: str) -> None:
         await client.xgroup_create(stream, group, id="0", mkstream=True)
     except ResponseError as exc:
         if "BUSYGROUP" not in str(exc):
+            raise
+
+
+def is_lost_key(exc: ResponseError) -> bool:
+    """Whether Redis refused a command because the stream or its group is gone.
+
+    NOGROUP answers a command on a missing stream or group; UNBLOCKED (Redis 7) ends a
+    blocked XREADGROUP whose stream or group was deleted meanwhile (FLUSHALL, DEL).
+    """
+    text = str(exc)
+    return "NOGROUP" in text or text.startswith("UNBLOCKED")  # NOGROUP: in a script's too.
+
+
+async def _unless_lost(operation: Awaitable[Any]) -> None:
+    """Settle a message; nothing to settle when its group went with it."""
+    try:
+        await operation
+    except ResponseError as exc:
+        if not is_lost_key(exc):
             raise
 
 

@@ -27,8 +27,8 @@ from stepwise.services.message_queues.base import (
     DeadLetter,
     StartConsumingCallable,
 )
-from stepwise.services.message_queues.signing import SIGNATURE_FIELD, signature, signing_key
-from stepwise.services.messages import CONTROL_PLANE, QueueMessage
+from stepwise.services.message_queues.signing import signed_fields, signing_key
+from stepwise.services.messages import CONTROL_PLANE, QueueMessage, hop_id_of
 
 __all__ = ["MessageQueueUnavailableError", "RedisStreamsMessageQueue"]
 
@@ -61,8 +61,9 @@ class RedisStreamsMessageQueue(BaseMessageQueue):
         max_backoff: Longest pause between reconnection attempts (seconds).
         signing_token: The services' shared secret (`STEPWISE_API_TOKEN` in `stepwise services
             up`): messages are signed with a key derived from it, and a message without a
-            valid signature is never handled (see `signing`). Every part of a system must
-            have the same one. None: messages are neither signed nor checked.
+            valid signature is never handled, nor one signed for another stream (see
+            `signing`). Every part of a system must have the same one. None: messages are
+            neither signed nor checked.
     """
 
     def __init__(
@@ -112,10 +113,13 @@ class RedisStreamsMessageQueue(BaseMessageQueue):
 
     async def _publish(self, message: QueueMessage) -> None:
         stream = self.settings.stream(message.type)
-        payload = message.model_dump_json()
-        fields = {"message": payload}
-        if self.settings.signing_key is not None:
-            fields[SIGNATURE_FIELD] = signature(self.settings.signing_key, payload)
+        fields = signed_fields(
+            self.settings.signing_key,
+            stream=stream,
+            addressee=message.type,
+            hop_id=hop_id_of(message),
+            payload=message.model_dump_json(),
+        )
         await self._xadd(stream, fields, f"publish to {stream}")
 
     async def register_consumer(self, consumer: BaseMessageQueueConsumer) -> StartConsumingCallable:
@@ -180,13 +184,15 @@ class RedisStreamsMessageQueue(BaseMessageQueue):
         return any(int(consumer["idle"]) < fresh_ms for consumer in consumers)
 
     async def lost_messages(self) -> bool:
-        """Whether Redis lost its data since the last call (its epoch key is gone).
+        """Whether Redis lost messages since the last call (its epoch key is gone).
 
-        The key is set when missing, so a Redis that restarted empty says so once; so does a
-        Redis this queue never used, which is right for a control plane whose SQLite file
-        remembers hops Redis does not know.
+        The key is set when missing, so a Redis that restarted empty (or was flushed, or
+        evicted the key) says so once; so does a Redis this queue never used, which is right
+        for a control plane whose SQLite file remembers hops Redis does not know. A consumer
+        that finds its stream or group gone deletes the key (see `StreamConsumer`), so the
+        loss of one stream is told the same way, in whatever process it was noticed.
         """
-        key = f"{self.settings.stream_prefix}epoch"
+        key = self.settings.epoch_key
         created = await retry_until(
             lambda: self._clients.get().set(key, str(time.time()), nx=True),
             settings=self.settings,
