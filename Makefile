@@ -75,6 +75,7 @@ bench: $(STAMP) chromium redis postgres
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.page_speed
 	$(BIN)/python -m bench.server_speed
+	$(BIN)/python -m bench.event_streams
 	$(BIN)/python -m bench.services_speed
 	$(BIN)/python -m bench.adapters_speed
 	$(BIN)/python -m bench.postgres_step

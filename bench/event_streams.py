@@ -39,6 +39,7 @@ STEPS = 60
 """Steps of each task: its events stay small enough for an unread stream to hold them all."""
 ROUNDS = 8
 HEALTH_EVERY_S = 0.005
+TOLD_WITHIN_S = 10.0
 
 
 def _subscribe(port: int, task_id: str) -> socket.socket:
@@ -55,18 +56,22 @@ def _subscribe(port: int, task_id: str) -> socket.socket:
     return sock
 
 
-def _received_completion(sock: socket.socket) -> bool:
-    """Whether the stream holds a `step_completed` event (reads what is there now)."""
-    sock.setblocking(False)
+def _received_completion(sock: socket.socket, deadline: float) -> bool:
+    """Whether the stream brings a `step_completed` event before `deadline` (monotonic)."""
     received = b""
-    try:
-        while chunk := sock.recv(1 << 20):
-            received += chunk
-            if b"event: step_completed" in received:
-                return True
-    except BlockingIOError:
-        pass
-    return b"event: step_completed" in received
+    while b"event: step_completed" not in received:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(1 << 20)
+        except TimeoutError:
+            return False
+        if not chunk:
+            return False
+        received = received[-64:] + chunk  # The marker may straddle two reads.
+    return True
 
 
 class _HealthProbe:
@@ -144,8 +149,9 @@ def measure(streams: int, rounds: int) -> dict:
                     with _HealthProbe(url) as probe:
                         times["watched"] += _steps(client, task_id, STEPS)
                     health["watched"] += probe.latencies
-                    time.sleep(1.0)  # The last step's events on their way to every stream.
-                    told += sum(_received_completion(sock) for sock in sockets)
+                    # Batched fan-outs may hold the last events back up to MAX_BATCH_S.
+                    deadline = time.monotonic() + TOLD_WITHIN_S
+                    told += sum(_received_completion(sock, deadline) for sock in sockets)
                 finally:
                     for sock in sockets:
                         sock.close()

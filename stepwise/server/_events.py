@@ -474,13 +474,15 @@ class EventHub:
             feed = await self._feed(task_id)
             version = feed.join(subscriber)
             yield sse("subscribed", {"kind": "subscribed", "task_id": task_id, "version": version})
-            while not subscriber.ended:
+            while True:
                 await subscriber.wake.wait()
                 subscriber.wake.clear()
                 chunk = subscriber.take()
                 if chunk == _KEEPALIVE and is_disconnected is not None and await is_disconnected():
                     return
                 yield chunk
+                if subscriber.ended:  # Its last chunk said why (`stream_overflow`).
+                    return
         finally:
             slot.close()
             if feed is not None:
