@@ -27,12 +27,13 @@ from agent_core.errors import UserError
 from agent_core.llms.base import LLM
 from agent_core.llms.catalog import PROVIDERS, ProviderName, infer_model
 from agent_core.llms.pricing import PriceTable
+from agent_core.runtime.fork import provide_agent_names
 from agent_core.runtime.parallel import DEFAULT_MAX_CONCURRENCY, ParallelAgentRunner
 from agent_core.store.base import Store
 from agent_core.tools.base import BaseTool
 from agent_core.tools.names import BUILTIN_TOOLS, ToolName
 from agent_core.tools.workspace import Workspace
-from agent_core.user_code.registry import UserCodeRegistry, check_entry
+from agent_core.user_code.registry import UserCodeRegistry, check_entry, default_registry
 from agent_core.workers.base import BaseAgentWorker
 
 __all__ = [
@@ -356,3 +357,13 @@ def _unknown_tool(name: str, *, looked_up: bool) -> str:
         f"the spec from the registry that registers it (AgentSpec.from_registry(registry, "
         f"tools=(..., {name!r})))"
     )
+
+
+def _spec_named(name: str, base: dict[str, Any] | None, registry: Any) -> AgentSpec:
+    """Registered agent `name` on the model of spec `base`, for `fork_task(agent=name)`."""
+    fields = {**(base or {}), "agent": name}
+    fields.pop("agent_target", None)  # Filled in from the registry.
+    return AgentSpec.from_registry(registry or default_registry(), **fields)
+
+
+provide_agent_names(_spec_named)

@@ -5,15 +5,24 @@ same conversation, worker state, steps and usage up to it, and its own workspace
 holding the original's files as they were then. Nothing of the original changes: the fork
 is a renamed copy on which the later steps are undone, with their file writes reverted in
 the copy's folder, then left out.
+
+A fork may go on with another agent (`ForkAgent`): the copy keeps the conversation and the
+steps up to the chosen one, forgets the old worker's state and queue, and queues the new
+worker's first step, which continues the conversation rather than asking the question again.
+An imported task can be forked so: its recorded steps touched no folder of this machine.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from agent_core.effects import Effect, FileWriteEffect
 from agent_core.errors import UserError
 from agent_core.runtime import undo
+from agent_core.runtime.contracts import AgentWorker
 from agent_core.runtime.worker_state import dump_state
 from agent_core.store.base import MemoryWrite, TaskChange
 from agent_core.task_files import workspace_folder
@@ -27,7 +36,48 @@ from agent_core.types import (
     utcnow,
 )
 
-__all__ = ["fork_state", "new_task_change", "renamed_copy"]
+__all__ = [
+    "ForkAgent",
+    "agent_named",
+    "fork_state",
+    "new_task_change",
+    "provide_agent_names",
+    "renamed_copy",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ForkAgent:
+    """The agent a fork goes on with: its worker, and the spec its tasks record."""
+
+    worker: AgentWorker
+    spec: dict[str, Any] | None
+
+
+AgentNames = Callable[[str, "dict[str, Any] | None", Any], Any]
+"""`(name, base spec, registry) -> AgentSpec`: a registered agent's spec on the base's model."""
+
+_agent_names: AgentNames | None = None
+
+
+def provide_agent_names(resolve: AgentNames) -> None:
+    """Make `resolve` what turns an agent's name into its spec (`agent_core.spec` does)."""
+    global _agent_names
+    _agent_names = resolve
+
+
+def agent_named(name: str, base: dict[str, Any] | None, registry: Any) -> Any:
+    """The `AgentSpec` of registered agent `name`, on the model of spec `base`.
+
+    Raises:
+        UserError: Nothing provided it (`agent_core.spec` was never imported).
+    """
+    if _agent_names is None:
+        raise UserError(
+            f"an agent given by name ({name!r}) is looked up by agent_core.spec: import it, "
+            "or pass an AgentSpec"
+        )
+    return _agent_names(name, base, registry)
 
 
 def renamed_copy(state: TaskState, task_id: str) -> tuple[TaskState, dict[str, str]]:
@@ -96,14 +146,15 @@ def new_task_change(state: TaskState) -> TaskChange:
     )
 
 
-def fork_state(original: TaskState, step_id: str) -> TaskState:
+def fork_state(original: TaskState, step_id: str, *, agent: ForkAgent | None = None) -> TaskState:
     """A new active task that stands where `original` stood just after step `step_id`.
 
     `original` should be a snapshot (`AgentRunner.snapshot_task_state`): it is only read.
     The fork's workspace folder receives a copy of the original's files, and the writes of
-    the steps after `step_id` are reverted there, never in the original's folder.
+    the steps after `step_id` are reverted there, never in the original's folder. With
+    `agent`, the fork goes on with that agent (see the module docstring).
     """
-    if original.task.imported:
+    if original.task.imported and (agent is None or _wrote_files(original)):
         raise UserError(
             "an imported task cannot be forked: its recorded file writes name another "
             "machine's folders, which undoing its later steps would touch",
@@ -118,6 +169,8 @@ def fork_state(original: TaskState, step_id: str) -> TaskState:
             code="fork_point_not_completed",
             params={"step_id": step_id},
         )
+    if agent is not None:
+        _check_agent(original, step_id, agent)
     fork, ids = renamed_copy(original, new_id())
     point = original.steps[step_id]
     fork.task.forked_from = ForkPoint(
@@ -133,7 +186,85 @@ def fork_state(original: TaskState, step_id: str) -> TaskState:
         undo.undo_last(fork, change)
     _drop(fork, {ids[s] for s in later})
     _rebranch(fork)
+    if agent is not None:
+        _hand_over(fork, agent)
     return fork
+
+
+def _wrote_files(state: TaskState) -> bool:
+    return any(output.effects for output in state.outputs.values())
+
+
+def _check_agent(original: TaskState, step_id: str, agent: ForkAgent) -> None:
+    """Refuse an agent that cannot go on from the recorded conversation, before any copy."""
+    reason = getattr(agent.worker, "keeps_own_conversation", None)
+    if reason:
+        raise UserError(
+            f"this agent cannot go on from another task's conversation: {reason}",
+            hint="fork with one of the built-in workers, or an agent that reads the task's memory",
+            code="conversation_not_editable",
+            params={"reason": reason, "action": "fork with another agent"},
+        )
+    tools = getattr(agent.worker, "tools", None)
+    if tools is None:  # The agent does not say which tools it has: nothing to check.
+        return
+    recorded = {
+        call.tool_name
+        for output in original.outputs.values()
+        if output.task_step.status is StepStatus.COMPLETED
+        for call in output.tool_calls
+    }
+    missing = sorted(recorded - {str(name) for name in tools})
+    if missing:
+        raise UserError(
+            f"the agent has no tool named {', '.join(map(repr, missing))}, which the recording "
+            "called; its model would call a tool it lacks",
+            hint="give the agent those tools (AgentSpec tools=, or --tools NAME=MODULE for your "
+            "own), or fork with an agent that has them",
+            code="fork_tool_missing",
+            params={"tools": missing, "step_id": step_id},
+        )
+
+
+def _hand_over(fork: TaskState, agent: ForkAgent) -> None:
+    """The fork goes on with `agent`: its spec, a fresh worker state, its first step queued."""
+    pending = _unanswered_calls(fork.task.memory.get_all())
+    if pending:
+        raise UserError(
+            f"the fork would start after a model step whose tool calls ({', '.join(pending)}) "
+            "have no results yet, which no model accepts",
+            hint="fork from the last tool step after that model step",
+            code="fork_calls_unanswered",
+            params={"tools": pending},
+        )
+    _drop(fork, set(fork.queue))  # The old worker's next steps: the new one queues its own.
+    fork.task.spec = agent.spec
+    fork.task.imported_from = None
+    fork.task.extra_state = {}
+    fork.set_extra_state_json("{}")
+    first = agent.worker.initialize_step(fork.task)
+    first.input = None  # The conversation already holds the question: the model goes on.
+    if fork.completed:
+        previous = fork.steps[fork.completed[-1]]
+        previous.link_step(first)
+        first.branch_id = previous.branch_id
+    fork.steps[first.step_id] = first
+    fork.queue = [first.step_id]
+
+
+def _unanswered_calls(messages: list[Any]) -> list[str]:
+    """The tool calls of the last assistant message that no later tool message answers."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == "assistant":
+            answered = {m.tool_call_id for m in messages[index + 1 :] if m.role == "tool"}
+            later = [m for m in messages[index + 1 :] if m.role == "tool"]
+            return [
+                call.name
+                for position, call in enumerate(message.tool_calls)
+                if (call.id and call.id not in answered) or (not call.id and position >= len(later))
+            ]
+    return []
 
 
 def _copy_workspace(original: TaskState, fork: TaskState) -> None:

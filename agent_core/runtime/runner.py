@@ -54,7 +54,7 @@ from agent_core.runtime.conversation_edit import (
     conversation_of,
     describe_edit,
 )
-from agent_core.runtime.fork import fork_state, new_task_change
+from agent_core.runtime.fork import ForkAgent, agent_named, fork_state, new_task_change
 from agent_core.runtime.llamaindex_api import (
     LlamaIndexRunnerAPI,
     build_from_llm,
@@ -409,19 +409,40 @@ class AgentRunner(LlamaIndexRunnerAPI):
         """The tasks that were finalized."""
         return [t for t in self.list_tasks() if t.status is TaskStatus.COMPLETED]
 
-    def fork_task(self, task_id: str, step_id: str) -> Task:
+    def fork_task(
+        self, task_id: str, step_id: str, *, agent: Any = None, registry: Any = None
+    ) -> Task:
         """A new task that starts where `task_id` stood just after completed step `step_id`.
 
         The fork has the original's conversation, worker state and steps up to that step, a
         copy of its workspace files as they were then, and its next step upcoming; the
         original is left untouched. Its `forked_from` says where it came from.
+
+        With `agent` (an `AgentSpec`, or a registered agent's name, built on this runner's
+        model from `registry`, else the working folder's), the fork goes on with that agent
+        instead, from the conversation up to the step; an imported task can be forked so.
+        Run it with that agent's runner (`agent.build_runner(store=runner.store)`).
+
+        Raises:
+            UserError: `fork_tool_missing` (the agent lacks a tool the recording called),
+                `fork_calls_unanswered`, `conversation_not_editable`, or as without `agent`.
         """
         original = self.snapshot_task_state(task_id)
-        fork = fork_state(original, step_id)
+        chosen = None if agent is None else self._fork_agent(agent, registry)
+        fork = fork_state(original, step_id, agent=chosen)
         self._commit(fork, new_task_change(fork))
         self.state.task_dict[fork.task_id] = fork
         telemetry_hooks.task_event(fork, "task_forked", text=task_id)
         return fork.task
+
+    def _fork_agent(self, agent: Any, registry: Any) -> ForkAgent:
+        """The worker and spec of `agent`; this runner's worker when the spec is its own."""
+        if isinstance(agent, str):
+            agent = agent_named(agent, self.spec, registry)
+        spec = agent.model_dump(mode="json")
+        if spec == self.spec:
+            return ForkAgent(worker=self.agent_worker, spec=spec)
+        return ForkAgent(worker=agent.build_worker(registry=registry), spec=spec)
 
     def set_limits(self, task_id: str, **limits: int | float | None) -> Task:
         """Set bounds of one task's run; None gives a bound back to the agent's default.
