@@ -14,6 +14,7 @@ from agent_core.telemetry import hooks as telemetry_hooks
 from agent_core.user_code.registry import EntryKind, parse_entry
 from stepwise.cli.cases import add_test_parser, run_test
 from stepwise.cli.db import add_db_parser, run_db
+from stepwise.cli.import_command import add_import_parser, run_import
 from stepwise.cli.services_args import add_services_parser
 
 __all__ = ["build_parser", "main"]
@@ -155,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_services_parser(commands)
     add_db_parser(commands)
     add_test_parser(commands)
+    add_import_parser(commands)
     return parser
 
 
@@ -235,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_db(args)
     if args.command == "test":
         return run_test(args)
+    if args.command == "import":
+        return run_import(args)
     agents = _by_name(args.command_parser, args.agents, "--agent")
     tools = _by_name(args.command_parser, args.tools, "--tools")
     mcp = _by_name(args.command_parser, args.mcp, "--mcp")
