@@ -68,16 +68,20 @@ def app_url(tmp_path: Path) -> Iterator[str]:
     ensure_static_assets()  # As `make run` does: the static folder exists before the server.
     port = _free_port()
     env = {**os.environ, "STEPWISE_DB": str(tmp_path / "e2e.db")}
-    command = [
-        sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-        "--server.port", str(port), "--server.address", "localhost",
-        "--server.headless", "true", "--browser.gatherUsageStats", "false",
-        "--server.enableStaticServing", "true", "--server.fileWatcherType", "none",
-        "--runner.magicEnabled", "false",
-    ]  # fmt: skip
+    command = streamlit_run(ROOT / "app.py", port, "--server.enableStaticServing", "true")
     log = tmp_path / "streamlit.log"
     with serving(command, cwd=tmp_path, env=env, log=log, port=port) as url:
         yield url
+
+
+def streamlit_run(script: Path, port: int, *options: str, address: str = "localhost") -> list[str]:
+    """`streamlit run script` on `address:port`, headless, with no file watcher or usage stats."""
+    return [
+        sys.executable, "-m", "streamlit", "run", str(script),
+        "--server.port", str(port), "--server.address", address,
+        "--server.headless", "true", "--browser.gatherUsageStats", "false",
+        "--server.fileWatcherType", "none", "--runner.magicEnabled", "false", *options,
+    ]  # fmt: skip
 
 
 @contextmanager
@@ -104,12 +108,7 @@ def serve_script(script: Path, tmp_path: Path) -> Iterator[str]:
     """A Streamlit server running `script` (a page under test) until the block ends."""
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [
-        sys.executable, "-m", "streamlit", "run", str(script),
-        "--server.port", str(port), "--server.address", "localhost",
-        "--server.headless", "true", "--browser.gatherUsageStats", "false",
-        "--server.fileWatcherType", "none", "--runner.magicEnabled", "false",
-    ]  # fmt: skip
+    command = streamlit_run(script, port)
     log = tmp_path / "streamlit.log"
     with serving(command, cwd=tmp_path, env=env, log=log, port=port) as url:
         yield url

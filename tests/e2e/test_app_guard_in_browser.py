@@ -15,7 +15,6 @@ Safari have no such check, so the tests turn it off to stand in for them, and ma
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import CHROMIUM_ARGS, ROOT, _free_port, serving
+from .conftest import CHROMIUM_ARGS, ROOT, _free_port, serving, streamlit_run
 
 NO_PRIVATE_NETWORK_CHECKS = (
     "--disable-features=BlockInsecurePrivateNetworkRequests,PrivateNetworkAccessSendPreflights,"
@@ -132,12 +131,7 @@ def app_with_token(tmp_path: Path) -> Iterator[tuple[str, str]]:
     token = "a-token-of-enough-length-0123456789"
     port = _free_port()
     env = {**os.environ, "STEPWISE_DB": str(tmp_path / "e2e.db"), "STEPWISE_API_TOKEN": token}
-    command = [
-        sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-        "--server.port", str(port), "--server.address", "127.0.0.1",
-        "--server.headless", "true", "--browser.gatherUsageStats", "false",
-        "--server.fileWatcherType", "none", "--runner.magicEnabled", "false",
-    ]  # fmt: skip
+    command = streamlit_run(ROOT / "app.py", port, address="127.0.0.1")
     log = tmp_path / "streamlit.log"
     with serving(command, cwd=tmp_path, env=env, log=log, port=port) as url:
         yield url, token
