@@ -78,6 +78,7 @@ bench: $(STAMP) chromium redis postgres
 	$(BIN)/python -m bench.event_streams
 	$(BIN)/python -m bench.services_speed
 	$(BIN)/python -m bench.adapters_speed
+	$(BIN)/python -m bench.replay_speed
 	$(BIN)/python -m bench.postgres_step
 	$(BIN)/python -m bench.server_processes
 	$(BIN)/python -m bench.control_planes
