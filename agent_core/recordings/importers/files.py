@@ -82,9 +82,9 @@ def read_runs(source: Source, *, format: ImportFormat = "auto") -> list[Recorded
     if kind in ("otlp", "openinference"):
         convention = "openinference" if format == "openinference" else "auto"
         runs = read_otlp(source, reading, convention=convention)
-    elif kind == "langfuse":
+    elif kind == "langfuse" and is_langfuse(document):
         runs = read_langfuse(document, source, reading)
-    elif kind == "langsmith":
+    elif kind == "langsmith" and is_langsmith(document):
         runs = read_langsmith(document, source, reading)
     else:
         raise _unknown(source)
