@@ -268,12 +268,23 @@ def set_limits(task_id: str, body: LimitsBody, runtime: Runtime, if_match: IfMat
     return _view(runner, task_id)
 
 
+class ForkBody(BaseModel):
+    """Fork with another agent: a registered agent's name, on the server's model."""
+
+    agent: str | None = Field(default=None, max_length=64)
+
+
 @router.post("/steps/{step_id}/fork", response_model=TaskView, summary="Fork from a step")
-def fork(task_id: str, step_id: str, runtime: Runtime) -> Any:
-    """A new task standing where this one stood after completed step `step_id`."""
-    runner = runtime.runner_for_task(task_id)
+def fork(task_id: str, step_id: str, runtime: Runtime, body: ForkBody | None = None) -> Any:
+    """A new task standing where this one stood after completed step `step_id`.
+
+    With `agent`, the fork goes on with that agent from the conversation up to the step (an
+    imported task's too); its next model step runs live.
+    """
+    agent = runtime.spec_named(body.agent) if body and body.agent else None
+    runner = runtime.runner_for(agent) if agent else runtime.runner_for_task(task_id)
     try:
-        forked = runner.fork_task(task_id, step_id)
+        forked = runner.fork_task(task_id, step_id, agent=agent)
     except UserError as exc:
         raise _fork_race(runner, exc, task_id, step_id) or exc from None
     return _view(runner, forked.task_id)
