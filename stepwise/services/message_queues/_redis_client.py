@@ -24,6 +24,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from stepwise.services.errors import QueueUnavailableError
 
 __all__ = [
+    "LOST_MARK",
     "RETRYABLE_ERRORS",
     "Backoff",
     "LoopClients",
@@ -45,6 +46,9 @@ RETRYABLE_ERRORS: tuple[type[BaseException], ...] = (
     ConnectionError,
     TimeoutError,
 )
+
+LOST_MARK = "lost "
+"""How the epoch key starts once a consumer found its stream or group gone."""
 
 
 class MessageQueueUnavailableError(QueueUnavailableError):

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from redis.exceptions import ResponseError
 
 from stepwise.services.message_queues._redis_client import (
+    LOST_MARK,
     RETRYABLE_ERRORS,
     Backoff,
     RedisStreamsSettings,
@@ -160,23 +161,36 @@ class StreamConsumer:
         await self._deliver(delivery)
 
     async def _make_group(self) -> None:
-        """Create the group (and stream); after a loss, tell the control plane's hop watch.
-
-        Deleting the epoch key is how the watch learns of it, in this process or another:
-        it sends every hop in flight again, as after a Redis that restarted empty. Messages
-        in the lost stream are gone; those handlers deduplicate the re-sent ones by id.
-        """
+        """Create the group (and stream); after a loss, tell the control plane's hop watch."""
         await ensure_group(self.client, self._stream, self._group)
-        self._needs_group = False
-        if not self._lost:
-            return
-        await self.client.delete(self._settings.epoch_key)
-        logger.warning(
-            "consumer %s: the stream %s or its group %s was gone (Redis said %r: FLUSHALL, "
-            "DEL, an eviction, or a restart without data); recreated it (XGROUP CREATE ... "
-            "MKSTREAM) and told the control plane to send its hops in flight again",
-            self.name, self._stream, self._group, self._lost,
-        )  # fmt: skip
+        if self._lost:
+            await self._tell_lost()
+        self._needs_group = False  # Only now: a failure above is retried at the next step.
+
+    async def _tell_lost(self) -> None:
+        """Mark the epoch key lost, so the hop watch (in any process) re-sends the hops in flight.
+
+        It sends them as after a Redis that restarted empty. Messages in the lost stream are
+        gone; their handlers deduplicate the re-sent ones by
+        id. A plain SET, which the README's ACL allows (it does not allow DEL).
+        """
+        mark = f"{LOST_MARK}{self._stream} {time.time()}"
+        try:
+            await self.client.set(self._settings.epoch_key, mark)
+        except ResponseError as exc:  # NOPERM: say so, and keep consuming all the same.
+            logger.error(
+                "consumer %s could not mark %s lost (%s): the control plane will not send "
+                "its hops in flight again; grant the queue's user SET on it",
+                self.name, self._settings.epoch_key, exc,
+            )  # fmt: skip
+        else:
+            logger.warning(
+                "consumer %s: the stream %s or its group %s was gone (Redis said %r: "
+                "FLUSHALL, DEL, an eviction, or a restart without data); recreated it "
+                "(XGROUP CREATE ... MKSTREAM) and told the control plane to send its hops "
+                "in flight again",
+                self.name, self._stream, self._group, self._lost,
+            )  # fmt: skip
         self._lost = ""
 
     async def _claim_due(self) -> _Delivery | None:

@@ -14,6 +14,7 @@ import time
 from redis.exceptions import ResponseError
 
 from stepwise.services.message_queues._redis_client import (
+    LOST_MARK,
     LoopClients,
     MessageQueueUnavailableError,
     RedisStreamsSettings,
@@ -184,21 +185,22 @@ class RedisStreamsMessageQueue(BaseMessageQueue):
         return any(int(consumer["idle"]) < fresh_ms for consumer in consumers)
 
     async def lost_messages(self) -> bool:
-        """Whether Redis lost messages since the last call (its epoch key is gone).
+        """Whether Redis lost messages since the last call (its epoch key was gone or marked).
 
-        The key is set when missing, so a Redis that restarted empty (or was flushed, or
-        evicted the key) says so once; so does a Redis this queue never used, which is right
-        for a control plane whose SQLite file remembers hops Redis does not know. A consumer
-        that finds its stream or group gone deletes the key (see `StreamConsumer`), so the
-        loss of one stream is told the same way, in whatever process it was noticed.
+        Each call writes the key and reads what it held, in one command, so a Redis that
+        restarted empty (or was flushed, or evicted the key) says so once, to one control
+        plane of several; so does a Redis this queue never used, which is right for a control
+        plane whose SQLite file remembers hops Redis does not know. A consumer that finds its
+        stream or group gone marks the key lost (see `StreamConsumer`), so the loss of one
+        stream is told the same way, in whatever process it was noticed.
         """
         key = self.settings.epoch_key
-        created = await retry_until(
-            lambda: self._clients.get().set(key, str(time.time()), nx=True),
+        before = await retry_until(
+            lambda: self._clients.get().set(key, str(time.time()), get=True),
             settings=self.settings,
             what=f"read {key}",
         )
-        return bool(created)
+        return before is None or str(before).startswith(LOST_MARK)
 
     async def close(self) -> None:
         """Close this event loop's client (consuming loops close their own when they end)."""
