@@ -23,6 +23,7 @@ from stepwise.services import (
     ControlPlaneServer,
     PipelineOrchestrator,
     RedisStreamsMessageQueue,
+    SimpleMessageQueue,
 )
 from stepwise.services.records import TaskStatus
 
@@ -139,3 +140,31 @@ async def _watch_health(api: httpx.AsyncClient, seen: list[tuple[int, dict[str, 
     while True:
         seen.append(await _health(api))
         await asyncio.sleep(0.02)
+
+
+async def test_health_answers_503_once_the_control_planes_consumer_stopped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    queue = SimpleMessageQueue()
+
+    async def dies() -> None:
+        await asyncio.sleep(0.05)
+        raise RuntimeError("a bug in the consuming loop")
+
+    async def register(consumer: object) -> Callable[[], object]:
+        return dies
+
+    queue.register_consumer = register  # type: ignore[method-assign]
+    control_plane = ControlPlaneServer(queue, PipelineOrchestrator(["x"]), hop_timeout=0.4)
+    transport = httpx.ASGITransport(app=control_plane.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as api:
+        running_task = await control_plane.launch_local()
+        await eventually(lambda: control_plane.health()["status"] == "down")
+        code, body = await _health(api)
+        watch_alive = not running_task.done()  # The hop watch's clock still runs.
+        running_task.cancel()
+        await asyncio.gather(running_task, return_exceptions=True)
+    assert (code, body["status"]) == (503, "down")
+    assert "a bug in the consuming loop" in body["queue"]
+    assert watch_alive
+    assert "consumer stopped" in caplog.text
