@@ -3,7 +3,9 @@
 It consumes the `control_plane` message type:
 
 - NEW_TASK (from a client): track the task and ask the orchestrator for its first hop.
-- COMPLETED_TASK (from a service): record the hop's result, ask the orchestrator again.
+- COMPLETED_TASK (from a service): record the hop's result, ask the orchestrator again. A
+  hop takes one result, from the service it was sent to (an inbox hop: the person's answer
+  through the inbox); any other is refused and logged, and changes nothing.
 - REQUEST_FOR_HELP (from a human service): put the question in the human inbox.
 - DEAD_LETTER (from the queue): a message failed for good; its task fails with the reason.
 
@@ -12,12 +14,13 @@ pending hop until a person approves, edits (another service, another input) or r
 a rejection ends the task with the person's reason (to redirect a task, edit the hop).
 
 Handlers are idempotent: every change is conditional on the hop's stored state, and a
-message seen before only resends the hop in flight (with its original message id, which
+message Redis redelivers only resends the hop in flight (with its original message id, which
 services deduplicate), which covers a crash between storing a hop and sending it.
 
 A hop never waits forever (`hop_watch`): one its service has no live consumer for, past
 `hop_timeout`, is sent again once and then fails its task with why; and when the queue lost
-its messages (Redis restarted empty), every running task's hop in flight is sent again.
+messages (Redis restarted empty or was flushed, a stream or group was deleted), every running
+task's hop in flight is sent again, and `health()` (`/health`) says so until they move on.
 
 With its state in PostgreSQL (`db="postgresql://..."`), several control planes on one
 database and one queue handle one system: each message goes to one of them, a handler holds
