@@ -20,9 +20,10 @@ import streamlit as st
 
 from agent_core.errors import AgentCoreError, TaskNotFoundError
 from agent_core.llms.base import Usage
+from agent_core.recordings.importers import MAX_IMPORT_BYTES, import_file
 from agent_core.store.base import Store, TaskSummary
 from agent_core.task_files import workspace_folder
-from agent_core.trace import MAX_TRACE_BYTES, export_trace, import_trace
+from agent_core.trace import export_trace
 from agent_core.types import Task, TaskStatus, short_id
 from components import navigation, runtime, state
 from components.actions import attempt
@@ -218,9 +219,9 @@ def trace_data(store: Store, task_id: str) -> Callable[[], str]:
     return build
 
 
-def import_upload(data: bytes) -> str:
-    """Import a trace file's bytes into the app's store; the new task's id."""
-    return import_trace(data, runtime.shared_store())
+def import_upload(data: bytes, *, name: str = "") -> list[str]:
+    """Import a trace file's bytes (any format `import_file` reads); the new tasks' ids."""
+    return import_file(data, runtime.shared_store(), name=name)
 
 
 def render_thread(thread: Thread, *, store: Store) -> None:
@@ -294,26 +295,28 @@ def render_import() -> None:
     with st.expander("Import a trace"):
         st.caption(READ_ONLY_NOTE)
         upload = st.file_uploader(
-            "Trace file (.json, exported from this page)",
-            type=["json"],
+            "Trace file: exported from this page, OTLP JSON (OpenTelemetry, Phoenix), a "
+            "Langfuse trace or a LangSmith run",
+            type=["json", "jsonl"],
             key="trace-upload",
-            max_upload_size=MAX_TRACE_BYTES // (1024 * 1024),
+            max_upload_size=MAX_IMPORT_BYTES // (1024 * 1024),
         )
         if not st.button("Import", key="trace-import", disabled=upload is None):
             return
         assert upload is not None  # The button is disabled without a file.
-        task_id = _try_import(upload.getvalue())
-        if task_id is None:
+        task_ids = _try_import(upload.getvalue(), name=upload.name)
+        if not task_ids:
             return
-        state.push_notice("success", f"Imported task {short_id(task_id)}. {READ_ONLY_NOTE}")
-        state.set_current_task_id(task_id)
+        shown = ", ".join(short_id(task_id) for task_id in task_ids)
+        state.push_notice("success", f"Imported task {shown}. {READ_ONLY_NOTE}")
+        state.set_current_task_id(task_ids[0])
         navigation.switch_to("stepper")
 
 
-def _try_import(data: bytes) -> str | None:
-    """The imported task's id, or None after showing why the import failed."""
+def _try_import(data: bytes, *, name: str) -> list[str]:
+    """The imported tasks' ids, or [] after showing why the import failed."""
     try:
-        return import_upload(data)
+        return import_upload(data, name=name)
     except AgentCoreError as exc:
         problem = str(exc)
     except Exception as exc:  # A bug, not a bad file: log the traceback, show a sentence.
@@ -322,7 +325,7 @@ def _try_import(data: bytes) -> str | None:
     # The message may quote the file, so it is shown as plain text, not markdown.
     st.error("The trace could not be imported.")
     st.code(problem, language=None, wrap_lines=True)
-    return None
+    return []
 
 
 def status_options(tasks: Sequence[TaskSummary]) -> dict[str, str]:

@@ -87,7 +87,7 @@ def read_runs(source: Source, *, format: ImportFormat = "auto") -> list[Recorded
     elif kind == "langsmith" and is_langsmith(document):
         runs = read_langsmith(document, source, reading)
     else:
-        raise _unknown(source)
+        raise _unknown(source, document)
     if not runs:
         raise source.error(
             f"{source.name} holds no model call Stepwise can read ({_what_it_read(kind)}), so "
@@ -128,7 +128,7 @@ def _detect(source: Source, document: Any) -> str:
         return "langfuse"
     if is_langsmith(document):
         return "langsmith"
-    raise _unknown(source)
+    raise _unknown(source, document)
 
 
 def _is_stepwise(source: Source) -> bool:
@@ -136,9 +136,11 @@ def _is_stepwise(source: Source) -> bool:
     return head.startswith(b"{") and TRACE_FORMAT.encode() in head and b"resourceSpans" not in head
 
 
-def _unknown(source: Source) -> Exception:
+def _unknown(source: Source, document: Any = None) -> Exception:
+    said = document.get("format") if isinstance(document, dict) else None
+    claim = f" (its format field is {str(said)[:60]!r})" if said is not None else ""
     return source.error(
-        f"{source.name} is none of the formats Stepwise imports ({_KNOWN})",
+        f"{source.name} is none of the formats Stepwise imports{claim}: {_KNOWN}",
         code="trace_format_unknown",
         hint="export the run as OTLP JSON, a Langfuse trace or a LangSmith run (see the README's "
         "'Open a run recorded elsewhere'), or give --format",
