@@ -6,11 +6,9 @@ would build is replaced by the `RecordedLLM`: a factory `build_agent(llm)` gets 
 the built-in workers; a worker of the user's that brought its own model has it swapped on a
 copy. Tools that touch the outside (or all, or none: `ToolsMode`) are wrapped by
 `RecordedTool`. A framework's agent (pydantic-ai, the Agents SDK, LangGraph) calls its own
-model client, which this replay cannot answer yet: `ReplayUnsupportedError` says what to do.
-
-The seam for that: `CLIENT_LEVEL_REPLAY`, by framework name, will hold what answers at the
-model client (an `httpx` transport for the OpenAI and Anthropic SDKs, a LangChain chat model)
-from the same `ReplayLog`; a framework found there replays instead of failing.
+model client: `CLIENT_LEVEL_REPLAY`, by framework name, holds what answers it at the model
+client from the same `ReplayLog` (`client_replay`: the SDKs' `httpx` transport, or a
+pydantic-ai `FunctionModel`); a framework missing there fails with `ReplayUnsupportedError`.
 """
 
 from __future__ import annotations
@@ -26,6 +24,7 @@ from pydantic import PrivateAttr
 from agent_core.adapters import FRAMEWORKS
 from agent_core.llms.base import LLM
 from agent_core.recordings.cases import Case, ToolsMode
+from agent_core.recordings.client_replay import ClientReplayWorker
 from agent_core.recordings.errors import ReplayUnsupportedError
 from agent_core.recordings.stand_ins import RecordedTool, ReplayLog
 from agent_core.runtime.parallel import ParallelAgentRunner
@@ -38,8 +37,28 @@ from agent_core.workers.base import BaseAgentWorker
 
 __all__ = ["CLIENT_LEVEL_REPLAY", "ReplayRunner", "build_replay_runner", "spec_of"]
 
-CLIENT_LEVEL_REPLAY: dict[str, Callable[[BaseAgentWorker, ReplayLog], BaseAgentWorker]] = {}
-"""Framework name -> what makes its worker call the model through the recording (none yet)."""
+
+def _through_client(worker: BaseAgentWorker, log: ReplayLog) -> BaseAgentWorker:
+    """An Agents SDK or LangGraph worker: its SDK's model calls answered at `httpx`."""
+    return ClientReplayWorker(worker, log)
+
+
+def _pydantic_ai(worker: BaseAgentWorker, log: ReplayLog) -> BaseAgentWorker:
+    """A pydantic-ai worker: at `httpx`, or by a `FunctionModel` for an in-process model."""
+    from agent_core.recordings import _pydantic_ai_replay  # pydantic-ai only when it is used.
+
+    agent = getattr(worker, "agent", None)
+    if _pydantic_ai_replay.in_process_model(agent):
+        return ClientReplayWorker(worker, log, _pydantic_ai_replay.model_swap(agent, log))
+    return ClientReplayWorker(worker, log)
+
+
+CLIENT_LEVEL_REPLAY: dict[str, Callable[[BaseAgentWorker, ReplayLog], BaseAgentWorker]] = {
+    "pydantic-ai": _pydantic_ai,
+    "openai-agents": _through_client,
+    "langgraph": _through_client,
+}
+"""Framework name -> what makes its worker call the model through the recording."""
 
 ReplayRunner = ParallelAgentRunner
 

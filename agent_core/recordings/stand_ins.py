@@ -65,6 +65,8 @@ class ReplayLog:
     """Differences a lenient log answered past."""
     requests: dict[int, ModelRequest] = field(default_factory=dict)
     """The request each replayed step sent, by recorded step number (tools included)."""
+    client_calls: int = 0
+    """Model calls answered at a framework's model client (`client_replay`), all steps."""
     _used_calls: set[tuple[int, int]] = field(default_factory=set)
 
     def begin(self, step: CaseStep) -> None:
