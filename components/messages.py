@@ -570,6 +570,68 @@ def _limit_reached(error: _Error) -> str:
     return f"{_sentence('this task ' + _spent(error))} {ADVICE['raise_limits']}"
 
 
+# --- cases and replay (issue 29) ---------------------------------------------------------------
+
+_RESAVE = "open its task on the Stepper and press Save as test to write the case again"
+
+
+def _case_file(error: _Error) -> str:
+    file = error.param("file", str) or "a case file"
+    where = f" (at {error.param('field', str)})" if error.param("field", str) else ""
+    detail = error.param("detail", str) or error.message
+    return (
+        f"The case file {file} cannot be read{where}: {_sentence(detail)} Fix the file, or "
+        f"{_RESAVE}; the Tests page reads it again on the next run."
+    )
+
+
+def _case_format(error: _Error) -> str:
+    file = error.param("file", str) or "a case file"
+    found = error.param("format", str) or "?"
+    supported = ", ".join(str(f) for f in error.param("supported", list) or []) or "?"
+    return (
+        f"The case file {file} has the format {found}, which this Stepwise does not read (it "
+        f"reads {supported}). Upgrade Stepwise, or {_RESAVE}."
+    )
+
+
+def _case_field(error: _Error) -> str:
+    file = error.param("file", str) or "a case file"
+    field_name = error.param("field", str) or "a field"
+    return f"The case file {file} lacks the field {field_name}. Add it, or {_RESAVE}."
+
+
+def _replay_unsupported(error: _Error) -> str:
+    reason = error.param("reason", str) or error.message
+    if reason == "no agent recorded":
+        return (
+            "This case records no agent (its task ran on a runner built without a spec), so "
+            "the app cannot rebuild it. Replay it with `stepwise test --agent NAME=TARGET`."
+        )
+    return (
+        f"This case cannot be replayed from its recording: {_sentence(reason)} Build the agent "
+        "in a factory that takes Stepwise's model (def build_agent(llm): ...), press Reload "
+        "my code on the New task form, then press Replay on current code (or Run on the "
+        "Tests page) again."
+    )
+
+
+_BY_CODE["case_malformed"] = _case_file
+_BY_CODE["case_format_unknown"] = _case_format
+_BY_CODE["case_field_missing"] = _case_field
+_BY_CODE["replay_unsupported"] = _replay_unsupported
+_BY_CODE["replay_diverged"] = lambda e: (
+    f"The replay differed from its recording at step {e.param('step', int) or '?'}: your code "
+    "now asks or does something else there. Press Open the replayed task in the Stepper to "
+    "see it; if the new behaviour is right, press Save as test on that task to keep it."
+)
+_BY_CODE["case_check_failed"] = lambda e: (
+    f"The case's Python check {e.param('check', str) or ''} could not run: "
+    f"{_sentence(e.param('detail', str) or e.message)} Fix it in your code, press Reload my "
+    "code on the New task form, then press Run on the Tests page again."
+)
+
+
 _BY_CODE["step_failed"] = _step_failed
 _BY_CODE["limit_reached"] = _limit_reached
 _BY_CODE["conflict"] = lambda e: _step_failed(e) if e.param("cause_code", str) else _said(e)

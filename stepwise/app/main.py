@@ -47,6 +47,7 @@ PAGES = (
     AppPage("home", "Start", icon=":material/home:"),
     AppPage("stepper", "Stepper", default=True),
     AppPage("tasks", "Tasks"),
+    AppPage("tests", "Tests"),
     AppPage("playground", "Playground"),
     AppPage("services", "Services"),
     AppPage("settings", "Settings"),

@@ -20,7 +20,7 @@ from agent_core.workers import ReActAgentWorker
 from .conftest import ARTIFACTS
 from .test_user_code_in_browser import browser, open_page  # noqa: F401
 
-TITLES = ["Start", "Stepper", "Tasks", "Playground", "Services", "Settings"]
+TITLES = ["Start", "Stepper", "Tasks", "Tests", "Playground", "Services", "Settings"]
 
 
 @pytest.fixture

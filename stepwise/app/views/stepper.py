@@ -46,6 +46,7 @@ from components.step_editor import preview_messages, render_kept_text, render_up
 from components.step_travel import Travel, render_step_travel
 from components.task_form import agent_label, model_label, render_create_form
 from components.task_list import usage_cost_text
+from components.task_tests import render_task_tests
 from components.thread_controls import (
     continuing,
     render_continue_button,
@@ -609,6 +610,7 @@ def _task_view(task_id: str) -> None:
     )
     _controls(view)
     show_notice(where=_CONTROLS)  # What a control just did, right under the controls.
+    render_task_tests(runner, task_state)  # Save as test, Replay on current code (issue 29).
     left, right = st.columns([3, 2], gap="large")
     with left:
         watched = _upcoming(view)
