@@ -221,3 +221,19 @@ def test_a_changed_tool_diverges_at_its_step_with_the_diff(
     tool_step = next(s for s in case.steps if s.tool_calls)
     assert (divergence.step, divergence.kind) == (tool_step.number, "tool_result")
     assert "-3\n+4" in divergence.diff
+
+
+@pytest.mark.parametrize(
+    ("text", "target", "served"), [p for p in FRAMEWORKS if p.id != "langgraph"]
+)
+def test_changed_instructions_diverge_at_the_first_request_with_its_diff(
+    tmp_path: Path, text: str, target: str, served: bool
+) -> None:
+    case = _saved(tmp_path, text, target, served=served)
+    change_agent(tmp_path, "You add with your tool.", "You add with care.")
+    result = replay_case(case, project=tmp_path)
+    divergence = result.divergence
+    assert divergence is not None, result.report()
+    assert (divergence.step, divergence.kind) == (1, "request")
+    assert "-    You add with your tool." in divergence.diff
+    assert "+    You add with care." in divergence.diff
