@@ -15,7 +15,7 @@ from typing import Any
 
 from agent_core.redaction import REDACTED, scrub
 
-__all__ = ["redact_text", "redact_tree"]
+__all__ = ["environment_secrets", "redact_text", "redact_tree"]
 
 _KEY_SHAPES = re.compile(
     r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}"  # OpenAI, Anthropic
@@ -29,18 +29,25 @@ _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", r
 _MIN_SECRET_CHARS = 8  # Shorter values ("1", "true") would redact ordinary words.
 
 
-def _environment_secrets() -> list[str]:
-    values = {
-        value
-        for name, value in os.environ.items()
-        if _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET_CHARS
-    }
-    return sorted(values, key=len, reverse=True)  # A longer key first: it may hold a shorter.
+def environment_secrets() -> list[str]:
+    """The values of this process's key-holding variables (`*_KEY`, `*_TOKEN`, ...), longest first.
+
+    Read once per replay, not per text: a replay redacts thousands of texts, and reading the
+    environment decodes every variable. Only the names are scanned; a value is read when its
+    name holds a key.
+    """
+    environ = os.environ
+    values = {environ.get(name, "") for name in list(environ) if _SECRET_NAME.search(name)}
+    kept = (value for value in values if len(value) >= _MIN_SECRET_CHARS)
+    return sorted(kept, key=len, reverse=True)  # A longer key first: it may hold a shorter.
 
 
 def redact_text(text: str, secrets: list[str] | None = None) -> str:
-    """`text` with every known or key-shaped secret, and URL credentials, replaced."""
-    for secret in _environment_secrets() if secrets is None else secrets:
+    """`text` with every known or key-shaped secret, and URL credentials, replaced.
+
+    `secrets` is `environment_secrets()` read once by the caller (default: read now).
+    """
+    for secret in environment_secrets() if secrets is None else secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
     return scrub(_KEY_SHAPES.sub(REDACTED, text))
@@ -49,7 +56,7 @@ def redact_text(text: str, secrets: list[str] | None = None) -> str:
 def redact_tree(data: Any, secrets: list[str] | None = None) -> Any:
     """A copy of JSON `data` with `redact_text` applied to every string (keys included)."""
     if secrets is None:
-        secrets = _environment_secrets()
+        secrets = environment_secrets()
     if isinstance(data, str):
         return redact_text(data, secrets)
     if isinstance(data, dict):

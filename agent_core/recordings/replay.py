@@ -11,6 +11,12 @@ the case's expectations.
 
 `live=True` runs the agent's own model instead (no divergence: models vary), repeating the
 person's acts where the steps line up, and judges by the expectations alone.
+
+The steps run in one coroutine on the runtime loop (the runner's async twins), as `run_until`
+runs them, not one sync hop per step; creating and finalizing the task, and judging it, stay
+in the caller's thread as they are in the user's own code. The whole replay normalises with
+one `Normaliser` (`requests.normalising`): the environment's secrets are read once, and each
+text and recorded request is normalised once.
 """
 
 from __future__ import annotations
@@ -30,8 +36,9 @@ from agent_core.recordings.expectations import (
     check_expectations,
 )
 from agent_core.recordings.from_task import case_from_task
-from agent_core.recordings.requests import normalise_text, text_diff
+from agent_core.recordings.requests import Normaliser, normalise_text, normalising, text_diff
 from agent_core.recordings.stand_ins import Divergence, RecordedLLM, ReplayLog
+from agent_core.runtime.loop import run_sync
 from agent_core.runtime.parallel import ParallelAgentRunner
 from agent_core.store.base import Store
 from agent_core.types import StepStatus, TaskStep, TaskStepOutput, ToolOutput
@@ -116,12 +123,16 @@ def replay_case(
 
     Returns:
         The result; errors of the user's code or the case are in `error`, not raised.
+
+    Raises:
+        UserError: Called inside a running event loop, or from code the runtime runs.
     """
     ignore = (
         case.replay.ignore_system_prompt if ignore_system_prompt is None else ignore_system_prompt
     )
     log = ReplayLog(case, ignore_system_prompt=ignore, lenient=update)
     result = CaseResult(case=case.name, passed=False, steps=0)
+    normaliser = Normaliser()
     try:
         runner = build_replay_runner(
             case,
@@ -137,11 +148,15 @@ def replay_case(
         task_id = runner.create_task(case.input).task_id
         result.task_id = task_id
         if live:
-            _run_live(runner, task_id, case)
+            finished = run_sync(_arun_live(runner, task_id, case), name="replay_case")
         else:
-            result.divergence = _run_replay(runner, task_id, case, log)
+            drive = _areplay(runner, task_id, case, log, normaliser)
+            result.divergence = run_sync(drive, name="replay_case")
+            finished = result.divergence is None and bool(case.steps) and case.steps[-1].is_last
+        if finished:  # Where the recorded task reached its last step, as a user's code would.
+            runner.finalize_response(task_id)
         result.steps = len(runner.get_completed_steps(task_id))
-        outcome = _outcome(runner, task_id)
+        outcome = _outcome(runner, task_id, normaliser)
         result.expectations = check_expectations(case.expectations, outcome, project=project)
     except AgentCoreError as exc:
         result.error = exc
@@ -155,19 +170,20 @@ def replay_case(
 # ----------------------------------------------------------------------------- replay
 
 
-def _run_replay(
-    runner: ParallelAgentRunner, task_id: str, case: Case, log: ReplayLog
+async def _areplay(
+    runner: ParallelAgentRunner, task_id: str, case: Case, log: ReplayLog, normaliser: Normaliser
 ) -> Divergence | None:
-    for recorded in case.steps:
-        log.begin(recorded)
-        divergence = _replay_step(runner, task_id, recorded, log)
-        if divergence is not None:
-            return divergence
-    _finish(runner, task_id, case)
+    """Replay every recorded step on the runtime loop; the first divergence, if any."""
+    with normalising(normaliser):
+        for recorded in case.steps:
+            log.begin(recorded)
+            divergence = await _areplay_step(runner, task_id, recorded, log)
+            if divergence is not None:
+                return divergence
     return None
 
 
-def _replay_step(
+async def _areplay_step(
     runner: ParallelAgentRunner, task_id: str, recorded: CaseStep, log: ReplayLog
 ) -> Divergence | None:
     feedback = _act(recorded, "feedback")
@@ -188,7 +204,7 @@ def _replay_step(
             f"recording has a {recorded.kind} step",
         )
     try:
-        output = _run_with_acts(runner, task_id, step, recorded)
+        output = await _arun_with_acts(runner, task_id, step, recorded)
     except AgentCoreError as exc:
         if log.divergence is not None:
             return log.divergence
@@ -207,7 +223,7 @@ def _next_step(runner: ParallelAgentRunner, task_id: str) -> TaskStep | None:
     return next((s for s in state.step_queue if state.is_ready(s)), None)
 
 
-def _run_with_acts(
+async def _arun_with_acts(
     runner: ParallelAgentRunner, task_id: str, step: TaskStep, recorded: CaseStep
 ) -> TaskStepOutput | None:
     """Run `step` as the person did at the recorded step; None for a skip."""
@@ -216,11 +232,11 @@ def _run_with_acts(
         return None
     rejected = _act(recorded, "rejected_call")
     if rejected is not None:
-        return runner.reject_step(task_id, step.step_id, message=rejected.text)
+        return await runner.areject_step(task_id, step.step_id, message=rejected.text)
     edited = _act(recorded, "edited_input") or _act(recorded, "edited_call")
     if edited is not None:
-        return runner.run_step(task_id, input=edited.input, step_id=step.step_id)
-    return runner.run_step(task_id, step_id=step.step_id)
+        return await runner.arun_step(task_id, input=edited.input, step_id=step.step_id)
+    return await runner.arun_step(task_id, step_id=step.step_id)
 
 
 def _compare_output(
@@ -265,17 +281,11 @@ def _compare_calls(
     return None
 
 
-def _finish(runner: ParallelAgentRunner, task_id: str, case: Case) -> None:
-    """Finalize the replayed task where the recorded one reached its last step."""
-    last = case.steps[-1] if case.steps else None
-    if last is not None and last.is_last:
-        runner.finalize_response(task_id)
-
-
 # ----------------------------------------------------------------------------- live
 
 
-def _run_live(runner: ParallelAgentRunner, task_id: str, case: Case) -> None:
+async def _arun_live(runner: ParallelAgentRunner, task_id: str, case: Case) -> bool:
+    """Run the agent's own model on the runtime loop; whether it reached its last step."""
     bound = max(20, _LIVE_STEP_FACTOR * len(case.steps))
     for number in range(1, bound + 1):
         recorded = case.steps[number - 1] if number <= len(case.steps) else None
@@ -285,30 +295,30 @@ def _run_live(runner: ParallelAgentRunner, task_id: str, case: Case) -> None:
             continue
         step = _next_step(runner, task_id)
         if step is None:
-            return
+            return False
         lined_up = recorded is not None and recorded.kind == step.kind.value
         try:
             if lined_up and recorded is not None:
-                output = _run_with_acts(runner, task_id, step, recorded)
+                output = await _arun_with_acts(runner, task_id, step, recorded)
             else:
-                output = runner.run_step(task_id, step_id=step.step_id)
+                output = await runner.arun_step(task_id, step_id=step.step_id)
         except AgentCoreError:
-            return  # The failed step counts against `no_failed_step`.
+            return False  # The failed step counts against `no_failed_step`.
         if output is not None and output.is_last:
-            runner.finalize_response(task_id)
-            return
+            return True
+    return False
 
 
 # ----------------------------------------------------------------------------- judging
 
 
-def _outcome(runner: ParallelAgentRunner, task_id: str) -> Outcome:
+def _outcome(runner: ParallelAgentRunner, task_id: str, normaliser: Normaliser) -> Outcome:
     state = runner.get_task_state(task_id)
     steps = state.completed_steps
     last = steps[-1] if steps else None
     answer = None
     if last is not None and last.is_last:
-        answer = redact_text(_text(last.output))
+        answer = redact_text(_text(last.output), normaliser.secrets)
     failed = sum(1 for s in state.steps.values() if s.status is StepStatus.FAILED)
     return Outcome(
         task=state.task,

@@ -4,22 +4,31 @@ Two requests are equal when their messages, tools and recorded settings are, aft
 parts that change from run to run without changing the reply are blanked: tool-call ids,
 Stepwise's task and step ids (a workspace path holds the task's), UUIDs and ISO timestamps.
 Both sides are redacted as a saved case is, so a key the recording lost does not differ.
+
+A replay normalises the same texts again and again (each step resends the conversation so
+far), so it runs inside `normalising()`: one `Normaliser` reads the environment's secrets
+once, normalises each distinct text once and each recorded request once. Outside it, each
+call reads the environment afresh.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from agent_core.llms.base import ChatMessage, ToolSpec
-from agent_core.recordings._secrets import redact_text
+from agent_core.recordings._secrets import environment_secrets, redact_text
 from agent_core.recordings.cases import ModelRequest
 
 __all__ = [
+    "Normaliser",
     "normalise_text",
+    "normalising",
     "render_request",
     "request_diff",
     "request_of",
@@ -37,53 +46,99 @@ _TIMES = re.compile(
 _CONTEXT_LINES = 2
 
 
+class Normaliser:
+    """Normalises texts with one set of secrets, remembering each text and recorded request.
+
+    The views it gives are shared between calls: read them, never change them.
+
+    Args:
+        secrets: The values to redact (default: `environment_secrets()`, read now).
+    """
+
+    def __init__(self, secrets: Sequence[str] | None = None) -> None:
+        self.secrets = list(environment_secrets() if secrets is None else secrets)
+        self._texts: dict[str, str] = {}
+        self._json: dict[str, Any] = {}
+        # By id, holding the request itself so that its id cannot be reused meanwhile.
+        self._recorded: dict[tuple[int, bool], tuple[ModelRequest, dict[str, Any]]] = {}
+
+    def text(self, text: str) -> str:
+        """`text` redacted, with ids and timestamps blanked (`<id>`, `<time>`)."""
+        found = self._texts.get(text)
+        if found is None:
+            redacted = redact_text(text, self.secrets)
+            found = self._texts[text] = _TIMES.sub("<time>", _IDS.sub("<id>", redacted))
+        return found
+
+    def json(self, value: Any) -> Any:
+        """JSON `value` with each of its texts normalised (keys sorted)."""
+        dumped = json.dumps(value, sort_keys=True, default=str)
+        found = self._json.get(dumped)
+        if found is None:
+            found = self._json[dumped] = json.loads(self.text(dumped))
+        return found
+
+    def views(
+        self, recorded: ModelRequest, sent: ModelRequest, *, ignore_system: bool
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Both requests as compared: only what the recording holds (a store keeps no tools)."""
+        key = (id(recorded), ignore_system)
+        kept = self._recorded.get(key)
+        if kept is None or kept[0] is not recorded:
+            kept = self._recorded[key] = (recorded, self._comparable(recorded, recorded, key[1]))
+        return kept[1], self._comparable(sent, recorded, ignore_system)
+
+    def _comparable(
+        self, request: ModelRequest, recorded: ModelRequest, ignore_system: bool
+    ) -> dict[str, Any]:
+        messages = [m for m in request.messages if not (ignore_system and m.role == "system")]
+        data: dict[str, Any] = {"messages": [self._message(m) for m in messages]}
+        if recorded.tools is not None:
+            data["tools"] = [self.json(t.model_dump()) for t in request.tools or []]
+        if recorded.settings:
+            data["settings"] = {key: request.settings.get(key) for key in sorted(recorded.settings)}
+        return data
+
+    def _message(self, message: ChatMessage) -> dict[str, Any]:
+        data: dict[str, Any] = {"role": message.role, "content": self.text(message.content)}
+        if message.tool_calls:
+            data["tool_calls"] = [
+                {"name": call.name, "args": self.json(call.args)} for call in message.tool_calls
+            ]
+        if message.name:
+            data["name"] = message.name
+        return data
+
+
+_ACTIVE: ContextVar[Normaliser | None] = ContextVar("stepwise_normaliser", default=None)
+
+
+@contextlib.contextmanager
+def normalising(normaliser: Normaliser | None = None) -> Iterator[Normaliser]:
+    """Within: this module's functions use `normaliser` (default: a new one), as a replay does.
+
+    The environment's secrets are those read when the normaliser was made.
+    """
+    active = normaliser if normaliser is not None else Normaliser()
+    token = _ACTIVE.set(active)
+    try:
+        yield active
+    finally:
+        _ACTIVE.reset(token)
+
+
+def _normaliser() -> Normaliser:
+    return _ACTIVE.get() or Normaliser()
+
+
 def normalise_text(text: str) -> str:
     """`text` redacted, with ids and timestamps blanked (`<id>`, `<time>`)."""
-    return _TIMES.sub("<time>", _IDS.sub("<id>", redact_text(text)))
-
-
-def _message(message: ChatMessage) -> dict[str, Any]:
-    data: dict[str, Any] = {"role": message.role, "content": normalise_text(message.content)}
-    if message.tool_calls:
-        data["tool_calls"] = [
-            {"name": call.name, "args": _normalised_json(call.args)} for call in message.tool_calls
-        ]
-    if message.name:
-        data["name"] = message.name
-    return data
-
-
-def _normalised_json(value: Any) -> Any:
-    return json.loads(normalise_text(json.dumps(value, sort_keys=True, default=str)))
-
-
-def _comparable(
-    request: ModelRequest, *, tools: bool, settings: Sequence[str], ignore_system: bool
-) -> dict[str, Any]:
-    messages = [m for m in request.messages if not (ignore_system and m.role == "system")]
-    data: dict[str, Any] = {"messages": [_message(m) for m in messages]}
-    if tools:
-        data["tools"] = [_normalised_json(t.model_dump()) for t in request.tools or []]
-    if settings:
-        data["settings"] = {key: request.settings.get(key) for key in settings}
-    return data
-
-
-def _views(
-    recorded: ModelRequest, sent: ModelRequest, *, ignore_system: bool
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    # Only what the recording holds is compared: a store keeps no tools or settings.
-    tools = recorded.tools is not None
-    settings = sorted(recorded.settings)
-    return (
-        _comparable(recorded, tools=tools, settings=settings, ignore_system=ignore_system),
-        _comparable(sent, tools=tools, settings=settings, ignore_system=ignore_system),
-    )
+    return _normaliser().text(text)
 
 
 def same_request(recorded: ModelRequest, sent: ModelRequest, *, ignore_system: bool) -> bool:
     """Whether `sent` asks the model what `recorded` asked, as far as the recording says."""
-    mine, theirs = _views(recorded, sent, ignore_system=ignore_system)
+    mine, theirs = _normaliser().views(recorded, sent, ignore_system=ignore_system)
     return mine == theirs
 
 
@@ -106,7 +161,7 @@ def request_diff(
     recorded: ModelRequest, sent: ModelRequest, *, ignore_system: bool, step: int
 ) -> str:
     """A unified diff from the recorded request to the one sent now (context: 2 lines)."""
-    mine, theirs = _views(recorded, sent, ignore_system=ignore_system)
+    mine, theirs = _normaliser().views(recorded, sent, ignore_system=ignore_system)
     diff = difflib.unified_diff(
         render_request(mine),
         render_request(theirs),
