@@ -9,6 +9,9 @@ malformed file, an unknown format, an agent that cannot be replayed); the other 
 `--live` runs the agent's own model instead, `--repeat N` times per case, and reports each
 case's and each expectation's pass rate; a case passes when its rate reaches
 `--min-pass-rate` (default 1.0).
+
+One user-code registry serves the whole run: the code does not change while it runs, and each
+case would otherwise read the project's files and import the agent again.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from agent_core.recordings import (
 )
 from agent_core.recordings.cases import CASE_SUFFIX, case_text
 from agent_core.store.open import open_store
-from agent_core.user_code.registry import parse_entry
+from agent_core.user_code.registry import UserCodeRegistry, parse_entry
 from stepwise.cli._case_report import Run, print_report, write_junit
 
 __all__ = ["add_test_parser", "find_cases", "run_test"]
@@ -158,9 +161,13 @@ def run_test(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
     runs, missing = _collect(args.paths or [DEFAULT_CASES_DIR], args.pattern)
     for problem in missing:
         print(f"stepwise test: {problem}", file=sys.stderr)
-    for run in runs:
-        if run.case is not None:
-            _replay(run, args, agent)
+    registry = UserCodeRegistry(project=Path.cwd(), agents={agent[0]: agent[1]} if agent else {})
+    try:
+        for run in runs:
+            if run.case is not None:
+                _replay(run, args, agent, registry)
+    finally:
+        registry.close()  # The MCP servers the cases' agents started.
     print_report(runs, stream, live=args.live)
     if args.junit_xml is not None:
         write_junit(runs, args.junit_xml)
@@ -202,7 +209,12 @@ def _matches(run: Run, pattern: str) -> bool:
     return any(pattern in name for name in names)
 
 
-def _replay(run: Run, args: argparse.Namespace, agent: tuple[str, str] | None) -> None:
+def _replay(
+    run: Run,
+    args: argparse.Namespace,
+    agent: tuple[str, str] | None,
+    registry: UserCodeRegistry,
+) -> None:
     assert run.case is not None
     repeat = args.repeat if args.live else 1
     for _ in range(repeat):
@@ -212,14 +224,20 @@ def _replay(run: Run, args: argparse.Namespace, agent: tuple[str, str] | None) -
             tools=args.tools,
             ignore_system_prompt=args.ignore_system_prompt or None,
             live=args.live,
+            registry=registry,
             project=Path.cwd(),
         )
         run.results.append(result)
     if args.update and not args.live and run.results[-1].divergence is not None:
-        _update(run, args, agent)
+        _update(run, args, agent, registry)
 
 
-def _update(run: Run, args: argparse.Namespace, agent: tuple[str, str] | None) -> None:
+def _update(
+    run: Run,
+    args: argparse.Namespace,
+    agent: tuple[str, str] | None,
+    registry: UserCodeRegistry,
+) -> None:
     """Re-record a diverged case from a lenient replay; it is kept only if that replay passed."""
     assert run.case is not None
     result = replay_case(
@@ -227,6 +245,7 @@ def _update(run: Run, args: argparse.Namespace, agent: tuple[str, str] | None) -
         agent=agent,
         tools=args.tools,
         update=True,
+        registry=registry,
         project=Path.cwd(),
         ignore_system_prompt=args.ignore_system_prompt or None,
     )
