@@ -396,6 +396,12 @@ def _not_finished(error: _Error) -> str:
     )
 
 
+def _tools(error: _Error) -> str:
+    """The tool names an error's `tools` param lists, quoted ("a tool" without it)."""
+    names = [f"'{name}'" for name in error.param("tools", list) or [] if isinstance(name, str)]
+    return _and(names) if names else "a tool"
+
+
 def _step_not_found(error: _Error) -> str:
     name = step_name(error.step_id, error.task_state) if error.step_id else "that step"
     return (
@@ -446,8 +452,20 @@ _BY_CODE: dict[str, Callable[[_Error], str]] = {
         "undone in another tab). Press Fork from here on a card under Completed steps."
     ),
     "fork_of_imported": lambda _: (
-        "A task imported from a trace cannot be forked: it is a read-only copy. Start a "
-        "New task to run the agent again."
+        "This imported task can be forked only with an agent you choose, and only if its "
+        "recorded steps wrote no files (undoing them would touch another machine's folders). "
+        "Press Fork with an agent on a card, or start a New task to run the agent again."
+    ),
+    "fork_tool_missing": lambda e: (
+        f"The agent you chose has no tool named {_tools(e)}, which the recording called: its "
+        "model would call a tool it lacks. Press Fork with an agent and pick one that has it, "
+        "or give it the tool (pick it under Tools in Settings, or load your tools with "
+        "stepwise ui --tools NAME=MODULE and press Reload my code on the New task form)."
+    ),
+    "fork_calls_unanswered": lambda e: (
+        f"A fork cannot start here: this model step's tool calls ({_tools(e)}) have no "
+        "results yet, and no model accepts that. Press Fork with an agent on the card of the "
+        "tool step after it."
     ),
     "conversation_not_editable": lambda e: (
         "This agent's framework keeps its conversation itself"

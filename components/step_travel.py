@@ -3,7 +3,10 @@
 Undo to here undoes every step completed after the card's step at once (after a
 confirmation that says how many, when more than one), instead of one Undo click per step.
 Fork from here starts a new task where this one stood after the step, leaving this one
-untouched, and opens it. Both act on the task as the page showed it (`task_version`).
+untouched, and opens it. "Fork with an agent" does the same, going on with an agent the
+user picks (`components.fork_agents`) from the conversation up to the step; on an imported
+task, which has no agent that runs here, it is the only fork. Both act on the task as the
+page showed it (`task_version`).
 
 The buttons sit in the history's fragment: each click reruns the whole page (`st.rerun`),
 since undo and a fork change far more than the cards.
@@ -11,13 +14,17 @@ since undo and a fork change far more than the cards.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import streamlit as st
 
 from agent_core import ParallelAgentRunner
+from agent_core.spec import AgentSpec
 from agent_core.types import StepStatus, TaskState, TaskStep
-from components import state, task_version
+from agent_core.user_code.registry import default_registry
+from components import runtime, state, task_version
+from components.fork_agents import fork_agents
 from components.messages import plural
 
 __all__ = ["Travel", "render_step_travel", "steps_after"]
@@ -45,11 +52,14 @@ def render_step_travel(travel: Travel, step: TaskStep, key: str) -> None:
     """The card's Undo to here and Fork from here (only on a completed step)."""
     if step.status is not StepStatus.COMPLETED or step.step_id not in travel.task_state.completed:
         return
-    undo_col, fork_col, _ = st.columns([1, 1, 2])
+    undo_col, fork_col, agent_col, _ = st.columns([1, 1, 1.3, 0.7])
     with undo_col:
         _undo_to_here(travel, step, key=key)
-    with fork_col:
-        _fork_from_here(travel, step, key=key)
+    if not travel.task_state.task.imported:  # An imported task's agent does not run here.
+        with fork_col:
+            _fork_from_here(travel, step, key=key)
+    with agent_col:
+        _fork_with_agent(travel, step, key=key)
 
 
 def _undo_to_here(travel: Travel, step: TaskStep, *, key: str) -> None:
@@ -99,11 +109,46 @@ def _fork_from_here(travel: Travel, step: TaskStep, *, key: str) -> None:
     ):
         return
     task_id, runner = travel.task_state.task_id, travel.runner
+    _fork(travel, step, lambda: runner.fork_task(task_id, step.step_id).task_id)
+
+
+def _fork_with_agent(travel: Travel, step: TaskStep, *, key: str) -> None:
+    """A popover: pick the agent the fork goes on with, then fork."""
+    if travel.fork_reason:
+        st.button(
+            "Fork with an agent",
+            key=f"{key}-fork-agent-off",
+            disabled=True,
+            help=travel.fork_reason,
+        )
+        return
+    with st.popover("Fork with an agent", key=f"{key}-fork-agent-pop"):
+        choices = fork_agents(state.agent_spec(), default_registry())
+        label = st.selectbox(
+            "Continue with",
+            list(choices),
+            key=f"{key}-fork-agent",
+            help="Your agents (stepwise ui --agent) run on the model saved in Settings. The "
+            "fork starts from the conversation up to this step; its next step asks the model.",
+        )
+        if st.button("Fork", key=f"{key}-fork-agent-go", type="primary") and label:
+            _fork(travel, step, lambda: _forked_with(travel, step, choices[label]))
+
+
+def _forked_with(travel: Travel, step: TaskStep, spec: AgentSpec) -> str:
+    """Fork on the chosen agent's runner, so the fork's next step runs on that agent."""
+    runner = runtime.runner_for(spec)
+    task_id = travel.task_state.task_id
+    return runner.fork_task(task_id, step.step_id, agent=spec, registry=default_registry()).task_id
+
+
+def _fork(travel: Travel, step: TaskStep, fork: Callable[[], str]) -> None:
+    """Run `fork` on the task as the page showed it; the page then opens the new task."""
     forks: list[str] = []
     task_version.act(
-        runner,
-        task_id,
-        lambda: forks.append(runner.fork_task(task_id, step.step_id).task_id),
+        travel.runner,
+        travel.task_state.task_id,
+        lambda: forks.append(fork()),
         success=f"Forked at step {step.number}: this is the new task.",
     )
     if forks:

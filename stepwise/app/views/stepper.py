@@ -435,9 +435,8 @@ def _show_more(task_id: str, count: int) -> None:
 
 def _travel(view: _View) -> Travel:
     """What the cards' Undo to here and Fork from here may do now."""
-    imported = view.task_state.task.imported
-    fork_reason = "Imported from a trace: this copy cannot be forked." if imported else ""
-    return Travel(view.runner, view.task_state, _undo_reason(view), fork_reason)
+    # Any task forks, an imported one too (with an agent the card's picker chooses).
+    return Travel(view.runner, view.task_state, _undo_reason(view), "")
 
 
 @st.fragment
