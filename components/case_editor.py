@@ -41,7 +41,9 @@ def render_save_as_test(source: Any, task_id: str, *, key: str = "save-test") ->
     except AgentCoreError as exc:
         show_message("error", exc, headline="This task cannot be saved as a test.")
         return
-    saved = st.session_state.get(f"{key}-saved")
+    # The last file saved here, by task: another task's popover must not show it.
+    saved_for, saved = st.session_state.get(f"{key}-saved") or ("", None)
+    saved = saved if saved_for == task_id else None
     with st.form(f"{key}-form", border=False):
         name = st.text_input("Test name", value=case.name, key=f"{key}-name")
         fields = _expectation_fields(case, key)
@@ -49,7 +51,7 @@ def render_save_as_test(source: Any, task_id: str, *, key: str = "save-test") ->
         submitted = st.form_submit_button("Save test", type="primary")
     if submitted:
         saved = _save(case, name, fields, replace=replace)
-        st.session_state[f"{key}-saved"] = saved
+        st.session_state[f"{key}-saved"] = (task_id, saved)
     if saved:
         st.success("Saved. `stepwise test` and the Tests page run it:")
         st.code(saved, language=None)
