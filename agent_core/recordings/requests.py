@@ -5,10 +5,11 @@ parts that change from run to run without changing the reply are blanked: tool-c
 Stepwise's task and step ids (a workspace path holds the task's), UUIDs and ISO timestamps.
 Both sides are redacted as a saved case is, so a key the recording lost does not differ.
 
-A replay normalises the same texts again and again (each step resends the conversation so
-far), so it runs inside `normalising()`: one `Normaliser` reads the environment's secrets
-once, normalises each distinct text once and each recorded request once. Outside it, each
-call reads the environment afresh.
+A replay compares the same texts again and again (each step resends the conversation so far),
+so it runs inside `normalising()`: one `Normaliser` reads the environment's secrets once and
+normalises each distinct text at most once, recorded or sent. Two texts equal as they are need
+no normalising at all (normalising is a function of the text): most of a replayed request is
+the recording's text verbatim. Outside `normalising()`, each call reads the environment afresh.
 """
 
 from __future__ import annotations
@@ -47,9 +48,10 @@ _CONTEXT_LINES = 2
 
 
 class Normaliser:
-    """Normalises texts with one set of secrets, remembering each text and recorded request.
+    """Normalises texts and compares requests with one set of secrets, each text once.
 
-    The views it gives are shared between calls: read them, never change them.
+    The JSON values and views it gives may be shared between calls: read them, never change
+    them.
 
     Args:
         secrets: The values to redact (default: `environment_secrets()`, read now).
@@ -59,8 +61,6 @@ class Normaliser:
         self.secrets = list(environment_secrets() if secrets is None else secrets)
         self._texts: dict[str, str] = {}
         self._json: dict[str, Any] = {}
-        # By id, holding the request itself so that its id cannot be reused meanwhile.
-        self._recorded: dict[tuple[int, bool], tuple[ModelRequest, dict[str, Any]]] = {}
 
     def text(self, text: str) -> str:
         """`text` redacted, with ids and timestamps blanked (`<id>`, `<time>`)."""
@@ -78,36 +78,70 @@ class Normaliser:
             found = self._json[dumped] = json.loads(self.text(dumped))
         return found
 
+    def same(self, recorded: ModelRequest, sent: ModelRequest, *, ignore_system: bool) -> bool:
+        """Whether the views of both requests are equal, without building them.
+
+        Message by message, the raw texts first: equal raw texts have equal normal forms.
+        """
+        mine = _messages(recorded, ignore_system)
+        theirs = _messages(sent, ignore_system)
+        if len(mine) != len(theirs):
+            return False
+        if not all(map(self._same_message, mine, theirs)):
+            return False
+        return self._extras(recorded, recorded) == self._extras(sent, recorded)
+
     def views(
         self, recorded: ModelRequest, sent: ModelRequest, *, ignore_system: bool
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Both requests as compared: only what the recording holds (a store keeps no tools)."""
-        key = (id(recorded), ignore_system)
-        kept = self._recorded.get(key)
-        if kept is None or kept[0] is not recorded:
-            kept = self._recorded[key] = (recorded, self._comparable(recorded, recorded, key[1]))
-        return kept[1], self._comparable(sent, recorded, ignore_system)
+        return (
+            self._comparable(recorded, recorded, ignore_system),
+            self._comparable(sent, recorded, ignore_system),
+        )
 
     def _comparable(
         self, request: ModelRequest, recorded: ModelRequest, ignore_system: bool
     ) -> dict[str, Any]:
-        messages = [m for m in request.messages if not (ignore_system and m.role == "system")]
-        data: dict[str, Any] = {"messages": [self._message(m) for m in messages]}
+        messages = [self._message(m) for m in _messages(request, ignore_system)]
+        return {"messages": messages, **self._extras(request, recorded)}
+
+    def _extras(self, request: ModelRequest, recorded: ModelRequest) -> dict[str, Any]:
+        """The tools and settings of `request` that `recorded` holds."""
+        data: dict[str, Any] = {}
         if recorded.tools is not None:
             data["tools"] = [self.json(t.model_dump()) for t in request.tools or []]
         if recorded.settings:
             data["settings"] = {key: request.settings.get(key) for key in sorted(recorded.settings)}
         return data
 
+    def _same_message(self, mine: ChatMessage, theirs: ChatMessage) -> bool:
+        """`_message(mine) == _message(theirs)`, normalising only texts that differ as they are."""
+        if mine.role != theirs.role or (mine.name or None) != (theirs.name or None):
+            return False
+        if mine.content != theirs.content and self.text(mine.content) != self.text(theirs.content):
+            return False
+        if not (mine.tool_calls or theirs.tool_calls):
+            return True
+        # Arguments always go through JSON: 1 == 1.0 == True in Python, not in the request.
+        return self._calls(mine) == self._calls(theirs)
+
+    def _calls(self, message: ChatMessage) -> list[dict[str, Any]]:
+        return [
+            {"name": call.name, "args": self.json(call.args)} for call in message.tool_calls or ()
+        ]
+
     def _message(self, message: ChatMessage) -> dict[str, Any]:
         data: dict[str, Any] = {"role": message.role, "content": self.text(message.content)}
         if message.tool_calls:
-            data["tool_calls"] = [
-                {"name": call.name, "args": self.json(call.args)} for call in message.tool_calls
-            ]
+            data["tool_calls"] = self._calls(message)
         if message.name:
             data["name"] = message.name
         return data
+
+
+def _messages(request: ModelRequest, ignore_system: bool) -> list[ChatMessage]:
+    return [m for m in request.messages if not (ignore_system and m.role == "system")]
 
 
 _ACTIVE: ContextVar[Normaliser | None] = ContextVar("stepwise_normaliser", default=None)
@@ -138,8 +172,7 @@ def normalise_text(text: str) -> str:
 
 def same_request(recorded: ModelRequest, sent: ModelRequest, *, ignore_system: bool) -> bool:
     """Whether `sent` asks the model what `recorded` asked, as far as the recording says."""
-    mine, theirs = _normaliser().views(recorded, sent, ignore_system=ignore_system)
-    return mine == theirs
+    return _normaliser().same(recorded, sent, ignore_system=ignore_system)
 
 
 def render_request(data: dict[str, Any]) -> list[str]:
