@@ -6,7 +6,9 @@ model making 19 tool calls and then answering) is measured three ways in one pro
 - **own**: the agent's own code as users run it: a runner on an in-memory store,
   `create_task`, `run_until`, `finalize_response`, on a `ScriptedLLM` (no network);
 - **replay**: `replay_case` of the saved case (the model answered from the recording, every
-  request and tool result compared, the expectations judged);
+  request and tool result compared, the expectations judged), run from this repository, so
+  its user-code registry reads a large pyproject.toml; and again with one registry reused
+  (`registry=`), as `stepwise test` replays its cases;
 - **stepwise test**: 100 saved cases through the `stepwise test` code path in this process
   (`run_test`), reported as seconds per case beyond the agent's own time (the own run timed
   as many times just before and just after, so both see the same spell of the machine).
@@ -14,7 +16,7 @@ model making 19 tool calls and then answering) is measured three ways in one pro
 Own and replay take turns, ROUNDS times, so a slow spell of this shared machine lands on both;
 each reports its median. Results go to bench/results/replay_speed.json.
 
-    .venv/bin/python -m bench.replay_speed [--steps 20] [--rounds 15] [--cases 100]
+    .venv/bin/python -m bench.replay_speed [--steps 20] [--rounds 30] [--cases 100]
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from agent_core.runtime.parallel import ParallelAgentRunner
 from agent_core.spec import AgentSpec
 from agent_core.store import InMemoryStore
 from agent_core.tools import calculator_tool
+from agent_core.user_code import UserCodeRegistry
 from agent_core.workers import ReActAgentWorker
 from stepwise.cli.cases import run_test
 from stepwise.cli.main import build_parser
@@ -96,26 +99,33 @@ def _timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - started
 
 
-def _replay(case: Case) -> None:
-    result = replay_case(case)
+def _replay(case: Case, registry: UserCodeRegistry | None = None) -> None:
+    result = replay_case(case, registry=registry)
     assert result.passed, result.report()
 
 
 def side_by_side(case: Case, *, steps: int, rounds: int) -> dict[str, Any]:
     """Median milliseconds of the agent's own run and of the case's replay, taking turns."""
-    run_own(steps), _replay(case)  # Warm-up: imports and first-call caches.
+    registry = UserCodeRegistry(project=Path.cwd())
+    run_own(steps), _replay(case), _replay(case, registry)  # Warm-up: imports, first calls.
     own: list[float] = []
     replay: list[float] = []
+    reused: list[float] = []
     for _ in range(rounds):
         own.append(_timed(lambda: run_own(steps)) * 1e3)
         replay.append(_timed(lambda: _replay(case)) * 1e3)
+        reused.append(_timed(lambda: _replay(case, registry)) * 1e3)
     own_ms, replay_ms = statistics.median(own), statistics.median(replay)
+    reused_ms = statistics.median(reused)
     return {
         "own_ms": own_ms,
         "replay_ms": replay_ms,
         "ratio": replay_ms / own_ms,
+        "replay_registry_reused_ms": reused_ms,
+        "ratio_registry_reused": reused_ms / own_ms,
         "own_samples_ms": own,
         "replay_samples_ms": replay,
+        "replay_registry_reused_samples_ms": reused,
     }
 
 
@@ -155,7 +165,7 @@ def many_cases(case: Case, *, steps: int, count: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--cases", type=int, default=100)
     options = parser.parse_args()
     case = record_case(options.steps)
@@ -166,6 +176,10 @@ def main() -> None:
     print(
         f"  {'replay_case':<34} {pair['replay_ms']:8.2f} ms   "
         f"ratio {pair['ratio']:.2f}x (goal <= {GOAL_RATIO}x)"
+    )
+    print(
+        f"  {'replay_case, registry reused':<34} {pair['replay_registry_reused_ms']:8.2f} ms   "
+        f"ratio {pair['ratio_registry_reused']:.2f}x"
     )
     label = f"stepwise test, {suite['cases']} cases"
     print(
