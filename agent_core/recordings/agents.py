@@ -14,6 +14,7 @@ pydantic-ai `FunctionModel`); a framework missing there fails with `ReplayUnsupp
 from __future__ import annotations
 
 import copy
+import shutil
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -115,19 +116,33 @@ def build_replay_runner(
     if registry is None:
         agents = {agent[0]: agent[1]} if agent else {}
         registry = UserCodeRegistry(project=project, agents=agents)
-    workspace = tempfile.mkdtemp(prefix="stepwise-replay-")
-    spec = spec_of(case, agent=agent, registry=registry, workspace=workspace)
-    if llm is not None and isinstance(spec, _SpecWithModel):
-        spec._llm = llm
-    worker = spec.build_worker(registry=registry)
-    if llm is not None and log is not None:
-        worker = _with_stand_ins(worker, llm, log, tools=tools, case=case)
+    workspace = tempfile.mkdtemp(prefix=_WORKSPACE_PREFIX)
+    try:
+        spec = spec_of(case, agent=agent, registry=registry, workspace=workspace)
+        if llm is not None and isinstance(spec, _SpecWithModel):
+            spec._llm = llm
+        worker = spec.build_worker(registry=registry)
+        if llm is not None and log is not None:
+            worker = _with_stand_ins(worker, llm, log, tools=tools, case=case)
+    except BaseException:
+        shutil.rmtree(workspace, ignore_errors=True)
+        raise
     return ParallelAgentRunner(
         worker,
         store=store if store is not None else InMemoryStore(),
         conversation_id=None,
         spec=spec.model_dump(mode="json"),
     )
+
+
+def discard_workspace(runner: ParallelAgentRunner) -> None:
+    """Delete the replay's own workspace folder (each replay made one: thousands piled up)."""
+    folder = (runner.spec or {}).get("workspace") if isinstance(runner.spec, dict) else None
+    if folder and Path(folder).name.startswith(_WORKSPACE_PREFIX):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+_WORKSPACE_PREFIX = "stepwise-replay-"
 
 
 def _with_stand_ins(

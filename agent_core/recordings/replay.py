@@ -28,7 +28,7 @@ from typing import Any
 
 from agent_core.errors import AgentCoreError
 from agent_core.recordings._secrets import redact_text
-from agent_core.recordings.agents import build_replay_runner
+from agent_core.recordings.agents import build_replay_runner, discard_workspace
 from agent_core.recordings.cases import Case, CaseStep, HumanAct, ToolsMode
 from agent_core.recordings.expectations import (
     ExpectationResult,
@@ -161,6 +161,9 @@ def replay_case(
     except AgentCoreError as exc:
         result.error = exc
         return result
+    finally:
+        if store is None and result.runner is not None:  # Nobody can open this task later.
+            discard_workspace(result.runner)
     result.passed = result.divergence is None and not result.failed_expectations
     if update and result.divergence is None:
         result.updated = _rerecorded(case, runner, task_id, log)

@@ -204,3 +204,20 @@ def test_a_framework_agent_with_its_own_model_is_refused_with_what_to_do(
     assert result.error is not None and result.error.code == "replay_unsupported"
     assert result.error.params["framework"] == "pydantic-ai"
     assert "--live" in str(result.error)
+
+
+def test_a_replay_leaves_no_workspace_behind(tmp_path: Path, keyed: None, monkeypatch) -> None:
+    import tempfile
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # Where replays make their folders.
+    case = record_on_loopback(tmp_path, write_agent(tmp_path))
+    made = []
+    real_mkdtemp = tempfile.mkdtemp
+    monkeypatch.setattr(
+        tempfile, "mkdtemp", lambda **kw: made.append(real_mkdtemp(**kw)) or made[-1]
+    )
+    assert replay_case(case, project=tmp_path).passed
+    assert made and all("stepwise-replay-" in folder for folder in made)  # It made one ...
+    assert list(scratch.iterdir()) == []  # ... and removed it.
