@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 export UV_NATIVE_TLS := 1
 export UV_SYSTEM_CERTS := 1
 
-.PHONY: run test bench lint format typecheck lock clean chromium redis postgres
+.PHONY: run test docs bench lint format typecheck lock clean chromium redis postgres
 
 # The venv carries its own uv, which installs the pinned lock in seconds. Debian's system
 # Python needs python3-venv for `-m venv`; install it when missing (we run as root there).
@@ -51,7 +51,7 @@ postgres:
 # several servers, the sandbox's escapes) and all the others (the root conftest.py splits them
 # by $STEPWISE_TEST_GROUP). The browser and process groups' logs are printed after the others';
 # the run fails if any group does. `.venv/bin/pytest` alone runs every test in one process.
-test: lint chromium redis postgres
+test: lint docs chromium redis postgres
 	@STEPWISE_TEST_GROUP=browser $(BIN)/pytest tests/e2e -p no:cacheprovider \
 		> .pytest-browser.log 2>&1 & browser=$$!; \
 	STEPWISE_TEST_GROUP=processes $(BIN)/pytest tests/stepwise/services tests/faults \
@@ -89,6 +89,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
+# The manual (mkdocs.yml, docs/, the API reference from agent_core's docstrings) into .site/,
+# with every warning an error: a broken link or a docstring mkdocstrings cannot read fails it.
+# NO_MKDOCS_2_WARNING quiets Material's notice about MkDocs 2, which is not a warning of ours.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir .site
+
 typecheck: $(STAMP)
 	$(BIN)/pyright
 
@@ -101,4 +107,4 @@ lock: | $(BIN)/python
 	$(UV) pip compile pyproject.toml --all-extras --python-version 3.11 -o requirements.lock --no-header --quiet
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .site
