@@ -34,6 +34,7 @@ __all__ = [
     "StepNotFoundError",
     "StoreError",
     "StoreUnavailableError",
+    "SubscriberLimitError",
     "TaskNotActiveError",
     "TaskNotFoundError",
     "ToolError",
@@ -170,6 +171,13 @@ ERROR_CODES: Mapping[str, str] = {
     "fork_tool_missing": "the agent chosen for a fork lacks tools the recording called (`tools`)",
     "fork_calls_unanswered": "a fork with another agent starts after a model step whose tool "
     "calls have no results yet (`tools`): fork from the last tool step after it",
+    # The host (agent_core.host): live events and acts across processes.
+    "too_many_subscribers": "this process already streams a task's events to `limit` "
+    "subscribers, its bound",
+    "stop_unanswered": "a stop was asked of the process running the step, and the step still ran "
+    "after `wait_s` s (that process may be busy in a tool that cannot be interrupted)",
+    "agent_not_rebuildable": "the task was started by a program with an agent object that no "
+    "importable target names (`agent`), so no other face can rebuild it to run its next step",
 }
 """Every code an `AgentCoreError` carries, with what it means (its `params` in backticks).
 
@@ -452,6 +460,15 @@ class StoreUnavailableError(StoreError):
     """
 
     default_code = "store_unavailable"
+
+
+class SubscriberLimitError(AgentCoreError):
+    """A process streams events to as many subscribers as it may; `params["limit"]` says how many.
+
+    Close event streams no longer read, or read the task instead of watching it.
+    """
+
+    default_code = "too_many_subscribers"
 
 
 class UserCodeError(AgentCoreError):

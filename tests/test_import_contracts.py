@@ -89,7 +89,8 @@ def test_the_runtime_importing_a_face_breaks_the_contracts(tree):
     done = lint_imports(tree)
     assert done.returncode == 1, done.stdout + done.stderr
     broken = {k for k, v in verdicts(done.stdout).items() if v == "BROKEN"}
-    assert broken == {"runtime-no-faces", "faces-layers"}
+    # The server holds a Host, so the arrow also reaches from `dag` up to `host` through it.
+    assert broken == {"runtime-no-faces", "faces-layers", "runtime-layers"}
     assert "agent_core.dag -> stepwise.server" in done.stdout
 
 
@@ -117,3 +118,15 @@ def test_a_type_checking_import_of_the_workers_breaks_the_runtime_layers(tree):
     broken = {k for k, v in verdicts(done.stdout).items() if v == "BROKEN"}
     assert broken == {"runtime-layers", "no-sibling-cycles"}
     assert "agent_core.runtime.queue -> agent_core.workers.base" in done.stdout
+
+
+def test_the_server_opening_a_store_itself_breaks_its_way_through_the_host(tree):
+    add_lines(
+        tree / "stepwise" / "server" / "app.py",
+        "\n\nfrom agent_core.store.open import open_store  # noqa: E402\n",
+    )
+    done = lint_imports(tree)
+    assert done.returncode == 1, done.stdout + done.stderr
+    broken = {k for k, v in verdicts(done.stdout).items() if v == "BROKEN"}
+    assert broken == {"server-through-host"}
+    assert "stepwise.server.app -> agent_core.store.open" in done.stdout

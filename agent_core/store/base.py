@@ -8,6 +8,7 @@ it in one transaction.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -124,6 +125,15 @@ class Store(Protocol):
 
     def write_conversation(self, conversation_id: str, write: MemoryWrite) -> None:
         """Apply `write` to the shared conversation."""
+        ...
+
+    def add_commit_listener(self, listener: Callable[[TaskState], None]) -> Callable[[], None]:
+        """Call `listener(state)` after each commit of this store object, once it is durable.
+
+        It runs on the committing thread and must not block. Returns the function that removes
+        it. Commits of other processes (or other store objects on one file) are not told: a
+        host's change feed hears those.
+        """
         ...
 
     def close(self) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -26,6 +27,7 @@ from agent_core.store._records import (
 )
 from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
 from agent_core.store.ledger import LedgerEntry
+from agent_core.store.listeners import CommitListener, CommitListeners
 from agent_core.types import StepSnapshot, TaskState, TaskStep, utcnow
 
 __all__ = ["InMemoryStore"]
@@ -59,6 +61,11 @@ class InMemoryStore:
         self._settings: dict[str, str] = {}
         self._ledger: dict[str, LedgerEntry] = {}
         self._lock = threading.Lock()
+        self._listeners = CommitListeners()
+
+    def add_commit_listener(self, listener: CommitListener) -> Callable[[], None]:
+        """Hear each commit of this store (see `Store.add_commit_listener`)."""
+        return self._listeners.add(listener)
 
     def commit(self, change: TaskChange) -> None:
         """Apply `change` atomically (under the store's lock)."""
@@ -89,6 +96,7 @@ class InMemoryStore:
             self._write(records, change)
             if key is not None:
                 self._ledger[key] = LedgerEntry(key, state.task_id, utcnow())
+        self._listeners.tell(state)
 
     def _write(self, records: _TaskRecords, change: TaskChange) -> None:
         state = change.state

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -36,6 +36,7 @@ from agent_core.store._records import (
 )
 from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
 from agent_core.store.ledger import LedgerEntry
+from agent_core.store.listeners import CommitListener, CommitListeners
 from agent_core.store.pg_pool import ConnectionPool
 from agent_core.types import StepSnapshot, TaskState, TaskStatus, TaskStep, utcnow
 
@@ -100,6 +101,7 @@ class PostgresStore:
         self.schema = schema
         self.where = f"{masked_url(url)} (schema {schema})"
         self._sql = Statements.in_schema(schema)
+        self._listeners = CommitListeners()
         self._timeout = timeout
         self._pool = ConnectionPool(
             self._connect, max_size=max_connections, timeout=timeout, where=self.where
@@ -224,6 +226,11 @@ class PostgresStore:
                     raise self._unavailable(exc) from exc
                 what = f"write task {task_id} to"
                 raise StoreError(_cannot(what, self.where, exc), task_id=task_id) from exc
+        self._listeners.tell(change.state)
+
+    def add_commit_listener(self, listener: CommitListener) -> Callable[[], None]:
+        """Hear each commit of this store object (see `Store.add_commit_listener`)."""
+        return self._listeners.add(listener)
 
     def _conflict(self, conn: Any, task_id: str, expected: int | None) -> ConflictError:
         try:

@@ -12,7 +12,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +31,7 @@ from agent_core.store._records import (
 )
 from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
 from agent_core.store.ledger import LedgerEntry
+from agent_core.store.listeners import CommitListener, CommitListeners
 from agent_core.types import StepSnapshot, TaskState, TaskStatus, TaskStep, utcnow
 
 __all__ = ["SQLiteStore"]
@@ -164,6 +165,11 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
         self._lock = threading.Lock()
+        self._listeners = CommitListeners()
+
+    def add_commit_listener(self, listener: CommitListener) -> Callable[[], None]:
+        """Hear each commit of this store object (see `Store.add_commit_listener`)."""
+        return self._listeners.add(listener)
 
     def _create_or_migrate(self) -> None:
         """Create the tables, or bring a file of an older layout up to date.
@@ -246,6 +252,7 @@ class SQLiteStore:
                 raise self._conflict(db, state.task_id, change.base_version) from None
             except sqlite3.Error as exc:
                 raise StoreError(_cannot(f"write task {state.task_id} to", self.path, exc)) from exc
+        self._listeners.tell(state)
 
     @staticmethod
     def _conflict(db: sqlite3.Connection, task_id: str, expected: int | None) -> ConflictError:

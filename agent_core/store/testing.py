@@ -455,6 +455,31 @@ class StoreConformance:
         assert after.model_dump(mode="json") == before.model_dump(mode="json")
         assert [s.model_dump() for s in other.list_tasks()] == summaries
 
+    def test_a_commit_listener_hears_each_durable_commit_until_removed(
+        self, store: Store, other: Store
+    ) -> None:
+        """A commit listener hears each durable commit of its store, never a refused one."""
+        heard: list[tuple[str, int]] = []
+        remove = store.add_commit_listener(
+            lambda state: heard.append((state.task_id, state.version))
+        )
+        agent = _runner(store, ScriptedLLM([CALL_ADD, ANSWER]))
+        task_id = agent.create_task(QUESTION).task_id
+        agent.run_step(task_id)
+        version = store.task_version(task_id)
+        assert heard and heard[-1] == (task_id, version)
+        assert [v for _, v in heard] == sorted(v for _, v in heard)
+        stale = other.load_task(task_id)
+        assert stale is not None
+        agent.run_step(task_id)
+        told = len(heard)
+        with pytest.raises(ConflictError):
+            store.commit(_stale_change(stale))
+        assert len(heard) == told, "a refused commit was told"
+        remove()
+        agent.finalize_response(task_id)
+        assert len(heard) == told, "a removed listener still hears"
+
     def test_creating_an_existing_task_or_updating_a_missing_one_conflicts(
         self, store: Store
     ) -> None:

@@ -30,6 +30,7 @@ from agent_core.errors import (
     StepError,
     StepNotFoundError,
     StoreError,
+    SubscriberLimitError,
     TaskNotActiveError,
     TaskNotFoundError,
     ToolError,
@@ -59,6 +60,7 @@ STATUS_BY_TYPE: list[tuple[type[AgentCoreError], int]] = [
     (ToolError, 422),
     (UserCodeError, 500),
     (StoreError, 503),
+    (SubscriberLimitError, 503),
     (UserError, 400),
 ]
 """A runtime error's HTTP status, by type: the first type the error is an instance of

@@ -14,9 +14,9 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from agent_core.errors import UserError
+from agent_core.host import is_url
 from agent_core.llms.catalog import PROVIDERS, split_model
 from agent_core.spec import AgentSpec
-from agent_core.store.open import is_url
 from stepwise.http.settings import (
     TOKEN_ENV,
     allowed_hosts,

@@ -25,6 +25,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from agent_core import AgentRunner
+from agent_core.host.events import POLL_S, EventHub
 from agent_core.llms import FunctionLLM
 from agent_core.llms.demo import ARITHMETIC_TASK
 from agent_core.runtime.task_cache import TASK_CACHE_SIZE, TaskCache
@@ -34,7 +35,6 @@ from agent_core.types import StepStatus, Task, TaskState, TaskStatus
 from agent_core.workers import ReActAgentWorker
 from stepwise.http.listening import uvicorn_options
 from stepwise.server import ServerSettings, create_app
-from stepwise.server._events import POLL_S, EventHub
 from stepwise.server.runtime import ServerRuntime
 from tests._serve_process import wait_healthy
 from tests.stepwise.services._system import free_port

@@ -29,11 +29,11 @@ import psycopg
 import pytest
 
 from agent_core.demos import ARITHMETIC_TASK
+from agent_core.host.notify import channel_of
 from agent_core.runtime.step_runs import STOPPED_BY_YOU
 from agent_core.store.open import open_store
 from agent_core.types import StepStatus
 from stepwise.server import ServerSettings
-from stepwise.server._notify import channel_of
 from stepwise.server.runtime import ServerRuntime
 from tests._serve_process import wait_healthy
 from tests.llm_servers import OpenAIServer, Reply

@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 import httpx
 
+from agent_core.host import events as _events
+from agent_core.host.events import EventHub
 from agent_core.types import Task, TaskState, TaskStatus, TaskStep
-from stepwise.server import _events
-from stepwise.server._events import EventHub
 
 IDLE_STREAMS = 200
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from stepwise.server._notify import MAX_PAYLOAD_BYTES, _payloads, channel_of
+from agent_core.host.notify import MAX_PAYLOAD_BYTES, _payloads, channel_of
 
 
 def _delta(step: str, text: str) -> dict:

@@ -1,4 +1,7 @@
-"""A task's events, live, for `GET /stepwise/v1/tasks/{id}/events` (server-sent events).
+"""A task's events, live, as server-sent events: what every face streams (`Host.events`).
+
+`stepwise serve` answers `GET /stepwise/v1/tasks/{id}/events` with `EventHub.subscribe`; the
+bytes are SSE's, which any face can relay or parse, and nothing here needs a web framework.
 
 Two sources, merged in order of arrival:
 - step runs of this process (the server's own routes run steps recording their events):
@@ -8,10 +11,10 @@ Two sources, merged in order of arrival:
   already told by a run is not told twice.
 
 One `_Feed` per watched task and process does the work once for all its subscribers: it
-relays the task's runs, is told each commit of this process to the task (the runtime calls
-`EventHub.changed` with the state it committed, so the feed reads nothing back), reads the
-store when its one poll (every `POLL_S`, for the other processes
-sharing the file) finds a new version, and turns each event into bytes once. Fan-out is a
+relays the task's runs, is told each commit of this process to the task (the store's commit
+listener calls `EventHub.changed` with the state it committed, so the feed reads nothing
+back), reads the store when the host's change feed says another process wrote (or its own
+slow poll, every `POLL_S`, finds a new version), and turns each event into bytes once. Fan-out is a
 `put` into each subscriber's own bounded queue, never an await: a subscriber whose client
 reads slowly, or not at all, holds up nobody, and one that falls `MAX_BEHIND_BYTES` behind is
 told so (`stream_overflow`) and closed. Each stream's route reads only its own queue.
@@ -23,7 +26,7 @@ most about a tenth of the loop that also answers every other request (and, throu
 of the thread that runs the steps). With a few subscribers a fan-out takes microseconds and
 events go out at once.
 
-On PostgreSQL the other processes tell too (`stepwise.server._notify`): their commits wake the
+On PostgreSQL the other processes tell too (`agent_core.host.notify`): their commits wake the
 feed as this process's do, and their runs' events arrive as runs of their own (`add_run`), so
 the poll is only a safety net and slows to `SAFETY_POLL_S` while that bridge listens.
 """
@@ -42,9 +45,9 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agent_core.errors import SubscriberLimitError
 from agent_core.runtime.step_runs import LIVE_RUNS, StepRun
 from agent_core.types import StepStatus, TaskState
-from stepwise.http.errors import ApiError
 
 __all__ = [
     "FANOUT_SHARE",
@@ -55,16 +58,16 @@ __all__ = [
     "EventHub",
 ]
 
-log = logging.getLogger("stepwise.server")
+log = logging.getLogger("agent_core.host")
 
 POLL_S = 0.5
 """How often a watched task's version is read from the store, once per task and process."""
 SAFETY_POLL_S = 5.0
-"""The same while other processes' commits arrive by NOTIFY: for a notice lost (the listening
-connection dropped) and for faces that commit without telling (the app)."""
+"""The same while other processes' commits arrive by the host's change feed (SQLite's
+`data_version`, PostgreSQL's NOTIFY): for a notice lost (the listening connection dropped)."""
 KEEPALIVE_S = 15.0
 MAX_SUBSCRIBERS = 1000
-"""Event streams one server process serves at once."""
+"""Event streams one process serves at once."""
 MAX_BEHIND_BYTES = 4 * 1024 * 1024
 """How far a subscriber's client may fall behind (bytes queued, unsent) before it is closed."""
 FANOUT_SHARE = 0.1
@@ -341,7 +344,7 @@ class _Feed:
 
 
 class EventHub:
-    """The event feeds of one server process, and its count of subscribers.
+    """The event feeds of one process, and its count of subscribers.
 
     Args:
         load: `load(task_id) -> TaskState` (blocking: run in a thread).
@@ -399,22 +402,22 @@ class EventHub:
     def subscribe(
         self, task_id: str, is_disconnected: Callable[[], Any] | None = None
     ) -> AsyncGenerator[bytes, None]:
-        """The task's events until the client leaves; 503 past `limit` subscribers.
+        """The task's events (SSE bytes) until the client leaves; refused past `limit`.
 
         `is_disconnected` is asked before each keep-alive only: the stream's server notices
         a client that left (Starlette ends the stream), so no event waits on the question.
 
         Raises:
-            ApiError: 503 `too_many_subscribers`.
+            SubscriberLimitError: `limit` subscribers are streaming already.
         """
         with self._guard:
             if self._count >= self.limit:
-                raise ApiError(
-                    503,
-                    "too_many_subscribers",
-                    f"this server already streams events to {self.limit:,} subscribers, its limit",
-                    hint="close event streams you no longer read, or read the task with GET "
-                    f"/stepwise/v1/tasks/{task_id} instead",
+                raise SubscriberLimitError(
+                    f"this process already streams events to {self.limit:,} subscribers, its limit",
+                    hint="close event streams you no longer read, or read the task instead of "
+                    "watching it",
+                    task_id=task_id,
+                    params={"limit": self.limit},
                 )
             self._count += 1
         slot = _Slot(self._release)

@@ -1,14 +1,14 @@
-"""Live events between server processes on one PostgreSQL database: LISTEN/NOTIFY.
+"""Live events between processes on one PostgreSQL database: LISTEN/NOTIFY.
 
-Several `stepwise serve` processes (`--workers N`, or N machines) share one database; a step
-runs in the process whose route started it, and a watcher may be connected to another one.
+Several processes (the app, `stepwise serve --workers N`, a user's program; one machine or
+many) share one database; a step runs in the process that started it, and a watcher may be
+connected to another one.
 PostgreSQL's NOTIFY carries what the watcher's process needs, with nothing beside the database:
 Redis is the services' (a team running only `stepwise serve` has none), and the store's
 PostgreSQL is already shared by every process. A notice reaches every session LISTENing on its
 channel once the sender's statement commits, in the order each sender sent them; it is not
 kept, so a process not listening at that moment misses it. The feeds therefore keep reading
-the store, slowly (`_events.SAFETY_POLL_S`), for a lost notice and for faces that commit
-without telling (the app).
+the store, slowly (`events.SAFETY_POLL_S`), for a lost notice.
 
 Bounded: one channel per schema (the task id in the payload), so each process LISTENs once, on
 one connection, however many tasks and subscribers it serves; and it publishes on one more.
@@ -39,12 +39,12 @@ from typing import Any
 
 from agent_core.events import step_event_adapter
 from agent_core.extras import require
+from agent_core.host.events import POLL_S, SAFETY_POLL_S, EventHub
 from agent_core.runtime.step_runs import LIVE_RUNS, StepRun
-from stepwise.server._events import POLL_S, SAFETY_POLL_S, EventHub
 
 __all__ = ["MAX_EVENT_BYTES", "MAX_PAYLOAD_BYTES", "NotifyBridge", "channel_of"]
 
-log = logging.getLogger("stepwise.server")
+log = logging.getLogger("agent_core.host")
 
 MAX_PAYLOAD_BYTES = 7000
 """One NOTIFY's payload at most (PostgreSQL refuses past 8000 bytes by default)."""
