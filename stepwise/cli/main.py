@@ -15,6 +15,9 @@ from agent_core.user_code.registry import EntryKind, parse_entry
 from stepwise.cli.cases import add_test_parser, run_test
 from stepwise.cli.db import add_db_parser, run_db
 from stepwise.cli.import_command import add_import_parser, run_import
+from stepwise.cli.mcp_command import DEFAULT_PORT as MCP_PORT
+from stepwise.cli.mcp_command import EPILOG as MCP_EPILOG
+from stepwise.cli.mcp_command import add_mcp_arguments, run_mcp
 from stepwise.cli.services_args import add_services_parser
 
 __all__ = ["build_parser", "main"]
@@ -157,6 +160,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_db_parser(commands)
     add_test_parser(commands)
     add_import_parser(commands)
+    mcp = commands.add_parser(
+        "mcp",
+        help="the debugger as MCP tools for coding agents (stdio, or streamable HTTP)",
+        description="Serve Stepwise's debugger as MCP tools (list, create, show, run, edit,\n"
+        "approve, reject, undo, fork, compare, save and run tests, import) on the app's database.",
+        epilog=MCP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_mcp_arguments(mcp)
+    _add_shared_arguments(mcp, default_port=MCP_PORT)
     return parser
 
 
@@ -244,6 +257,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     mcp = _by_name(args.command_parser, args.mcp, "--mcp")
     try:
         telemetry_hooks.check_endpoint_setting()  # Said at start, not by a step that hangs.
+        if args.command == "mcp":
+            return run_mcp(
+                http=args.http,
+                host=args.host,
+                port=args.port,
+                db=args.db,
+                agents=agents,
+                tools=tools,
+                mcp=mcp,
+            )
         if args.command == "serve":
             from stepwise.cli.serve import run_server
 
