@@ -226,7 +226,7 @@ asyncio.run(python_tool(Workspace(sys.argv[1]), timeout=60).acall({"code": code}
 
 def test_a_server_killed_mid_step_takes_the_daemon_with_it(tmp_path):
     if not _containment.pid_namespaces():
-        pytest.skip("only a PID namespace outlives the server (see the README)")
+        pytest.skip("only a PID namespace outlives the server (see docs/security.md)")
     workspace = Workspace(tmp_path / "workspaces")
     server = subprocess.Popen([sys.executable, "-c", _SERVER, str(workspace.root), _DAEMON])
     pid_file = workspace.folder() / "daemon.pid"
