@@ -80,6 +80,8 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
     "run_tests": "Replay test case files on the current code with the model answered from "
     "the recording; a table of pass/fail with the first divergence. Use it after a code "
     "change.",
+    "reload_code": "Reload the registered agents' and tools' code from disk. Use it after you "
+    "edit the agent's code: the next step of any task (and run_tests) runs the new code.",
     "import_trace": "Import a trace file (OTLP JSON, Langfuse, LangSmith, Stepwise export) as "
     "read-only tasks; their ids are returned. Use it to debug a run recorded elsewhere, then "
     "fork it.",
@@ -328,6 +330,12 @@ class DebuggerTools:
             return "no test cases found: save one with save_test"
         head = f"{len(rows) - failed} passed, {failed} failed"
         return "\n".join([head, *rows])
+
+    def reload_code(self) -> str:
+        """Reload the user's code."""
+        generation = user_code.reload()
+        names = ", ".join(sorted(user_code.default_registry().names("agent"))) or "none"
+        return f"reloaded the user's code (generation {generation}); agents: {names}"
 
     def import_trace(
         self,
