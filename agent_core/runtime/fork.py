@@ -181,14 +181,42 @@ def fork_state(original: TaskState, step_id: str, *, agent: ForkAgent | None = N
     fork.task.status = TaskStatus.ACTIVE
     _copy_workspace(original, fork)
     later = original.completed[original.completed.index(step_id) + 1 :]
+    undone_after = _undone_after(original, step_id)
     change = TaskChange(state=fork, base_version=None)
     for _ in later:
         undo.undo_last(fork, change)
-    _drop(fork, {ids[s] for s in later})
+    _drop(fork, {ids[s] for s in [*later, *undone_after]})
     _rebranch(fork)
+    _unedit(fork)
     if agent is not None:
         _hand_over(fork, agent)
     return fork
+
+
+def _undone_after(original: TaskState, step_id: str) -> list[str]:
+    """The original's undone steps that ran after `step_id`: branches of the original's story.
+
+    A step that follows `step_id` (or one of its followers) in the DAG ran after it; an undone
+    step elsewhere was undone before `step_id` ran, and is history the fork shares.
+    """
+    after = {step_id}
+    grew = True
+    while grew:
+        grew = False
+        for step in original.steps.values():
+            if step.step_id not in after and after.intersection(step.prev_step_ids):
+                after.add(step.step_id)
+                grew = True
+    return [s for s in after if original.steps[s].status is StepStatus.UNDONE]
+
+
+def _unedit(fork: TaskState) -> None:
+    """Give the fork's upcoming steps their proposed input: an edit came after the fork point."""
+    for queued_id in fork.queue:
+        queued = fork.steps[queued_id]
+        if queued.edited:
+            queued.input, queued.proposed_input = queued.proposed_input, None
+            queued.edited = False
 
 
 def _wrote_files(state: TaskState) -> bool:

@@ -288,3 +288,27 @@ def test_threads_and_limits_survive_a_restart(make_agent, tmp_path: Path):
     loaded = again.get_task(follow.task_id)
     assert loaded.thread_id == first
     assert (loaded.limits.max_iterations, loaded.limits.max_cost_usd) == (50, 0.5)
+
+
+def test_a_fork_leaves_out_edits_and_undone_steps_from_after_its_point(make_agent):
+    """Issue 32 item 3: the fork stood where the original stood, before either happened."""
+    runner, _ = make_agent([*SEED_REPLIES[:2], *SEED_REPLIES[1:]])
+    task = runner.create_task(QUESTION)
+    runner.run_step(task.task_id)
+    runner.run_step(task.task_id)
+    runner.undo_step(task.task_id)
+    runner.run_step(task.task_id)  # The undone step 2 stays as a branch after step 1.
+    state = runner.snapshot_task_state(task.task_id)
+    upcoming = state.steps[state.queue[0]]
+    runner.edit_step(task.task_id, upcoming.step_id, "Think again.")
+    first = state.completed[0]
+
+    fork = runner.get_task_state(runner.fork_task(task.task_id, first).task_id)
+
+    assert all(s.status is not StepStatus.UNDONE for s in fork.steps.values())
+    queued = fork.steps[fork.queue[0]]
+    assert not queued.edited and queued.input != "Think again."
+    assert queued.input == state.steps[state.completed[1]].input
+    last = runner.get_task_state(runner.fork_task(task.task_id, state.completed[1]).task_id)
+    assert not last.steps[last.queue[0]].edited
+    assert last.steps[last.queue[0]].input == upcoming.input
