@@ -300,6 +300,10 @@ class TaskStep(BaseModel):
         """Give the step a person's input, remembering what the worker proposed."""
         if value == self.input:
             return
+        if self.edited and value == self.proposed_input:
+            # Typed back to the proposal: nothing differs, so nothing is an edit.
+            self.input, self.proposed_input, self.edited = value, None, False
+            return
         if not self.edited:
             self.proposed_input = self.input
             self.edited = True

@@ -70,6 +70,14 @@ def test_set_input_keeps_the_first_proposal_only():
     assert step.edited and step.proposed_input == "proposed" and step.input == "second edit"
 
 
+def test_an_edit_typed_back_to_the_proposal_is_no_edit():
+    """Issue 32: the "edited" badge stayed on a step whose input no longer differed."""
+    step = TaskStep(task_id="t", input={"a": 1})
+    step.set_input({"a": 2})
+    step.set_input({"a": 1})
+    assert not step.edited and step.proposed_input is None and step.input == {"a": 1}
+
+
 def test_usage_adds_and_subtracts_with_unknown_cost():
     known = Usage(prompt_tokens=10, completion_tokens=5, cost_usd=0.5)
     unknown = Usage(prompt_tokens=1, completion_tokens=1)
