@@ -19,7 +19,7 @@ from typing import Any
 import streamlit as st
 
 from agent_core import ParallelAgentRunner
-from agent_core.errors import AgentCoreError
+from agent_core.errors import AgentCoreError, UserError
 from agent_core.llms.base import ChatMessage
 from agent_core.llms.scripted import HumanLLM
 from agent_core.types import (
@@ -270,6 +270,31 @@ def _new_input(ctx: _Ctx) -> tuple[bool, StepInput]:
         new_input = _tool_call(step, _typed(f"args-{ctx.key}", default))
         return new_input != step.input, new_input
     return _edited_input(step, _typed(f"input-{ctx.key}", _as_text(step.input)))
+
+
+def save_typed_edits(runner: ParallelAgentRunner, task_id: str) -> None:
+    """Save what was typed into the upcoming steps' boxes as edits, before they run.
+
+    Run ready steps runs the queued steps with their saved inputs; without this, an edit typed
+    into a step's box and not saved would be dropped silently.
+
+    Raises:
+        UserError: A typed input cannot be used (invalid JSON); nothing is saved or run.
+    """
+    task_state = runner.get_task_state(task_id)
+    edits = []
+    for step_id in task_state.queue:
+        ctx = _Ctx(runner, task_state, task_state.steps[step_id], None)
+        try:
+            changed, new_input = _new_input(ctx)
+        except _BadInput as exc:
+            _flag(ctx, "input", str(exc))
+            where = f"the upcoming {ctx.step.kind.value} step {ctx.step.name or ''}".strip()
+            raise UserError(f"{exc} ({where}): fix it first; nothing ran.") from exc
+        if changed:
+            edits.append((step_id, new_input))
+    for step_id, new_input in edits:
+        runner.edit_step(task_id, step_id, new_input)
 
 
 def _on_run(ctx: _Ctx) -> None:

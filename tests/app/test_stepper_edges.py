@@ -436,6 +436,22 @@ def test_run_ready_steps_says_what_it_ran(app: AppTest) -> None:
     assert "Ran steps 2 and 3: multiply, add." in shown_text(app)
 
 
+def test_run_ready_steps_runs_a_tool_call_with_the_arguments_typed_into_it(
+    app: AppTest, db_path: Path
+) -> None:
+    """Issue 32 item 4: an edit typed into the Arguments box was dropped without a word."""
+    task = start_scenario(app, "parallel")
+    step_widget(app, "run").click().run()
+    step_widget(app, "args", kind="text_area").input('{"a": 5, "b": 5}')
+
+    click(app, "Run ready steps")
+
+    state = stored(db_path, task)
+    first = state.completed_steps[1]
+    assert first.task_step.edited and first.task_step.input["args"] == {"a": 5, "b": 5}
+    assert [c.content for c in first.tool_calls] in (["25"], ["10"])
+
+
 def test_what_the_model_sees_next_is_the_runtime_preview_of_that_step(
     app: AppTest, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

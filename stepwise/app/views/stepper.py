@@ -42,7 +42,12 @@ from components.messages import plain, plural, token_count, tokens_text
 from components.model_choice import max_tokens_text
 from components.run_limits import limits_of, limits_text, render_limits_button
 from components.step_card import render_step_card
-from components.step_editor import preview_messages, render_kept_text, render_upcoming_step
+from components.step_editor import (
+    preview_messages,
+    render_kept_text,
+    render_upcoming_step,
+    save_typed_edits,
+)
 from components.step_travel import Travel, render_step_travel
 from components.task_form import agent_label, model_label, render_create_form
 from components.task_list import usage_cost_text
@@ -240,7 +245,10 @@ _CONTROLS = run_until_job.WHERE
 
 def _on_run_ready_steps(runner: ParallelAgentRunner, task_id: str) -> None:
     # Started in the runtime, not run here: the page streams each step and can stop them.
-    start = lambda: ready_steps_job.start(runner, task_id)  # noqa: E731
+    def start() -> None:
+        save_typed_edits(runner, task_id)  # What is typed in a step's box is what it runs with.
+        ready_steps_job.start(runner, task_id)
+
     task_version.act(runner, task_id, start, where=_CONTROLS)
 
 
