@@ -21,13 +21,16 @@ from typing import TYPE_CHECKING
 
 from agent_core import user_code
 from agent_core.errors import UserError
-from agent_core.host.events import EventHub
+from agent_core.host.change_feed import DataVersionFeed
+from agent_core.host.events import SAFETY_POLL_S, EventHub
+from agent_core.host.stops import StopRequests
 from agent_core.runtime.claims import claim_is_stale
 from agent_core.runtime.parallel import ParallelAgentRunner
 from agent_core.runtime.step_runs import LIVE_RUNS
 from agent_core.spec import AgentSpec
 from agent_core.store.base import Store
 from agent_core.store.open import open_store
+from agent_core.store.sqlite import SQLiteStore
 from agent_core.types import StepStatus, Task, TaskState, TaskStatus
 
 if TYPE_CHECKING:
@@ -69,9 +72,16 @@ class Host:
             load=lambda task_id: self.reader().get_task_state(task_id),
             version_of=self.store.task_version,
         )
+        self._changes = threading.Condition()
         self._unlisten = self.store.add_commit_listener(self._committed)
-        # On PostgreSQL the other processes hear this one's commits and runs at once.
+        self.stops = StopRequests(self.store)
+        # On PostgreSQL the other processes hear this one's commits and runs at once; on
+        # SQLite the file's change feed tells this host of every other connection's commit.
         self._bridge: NotifyBridge | None = _bridge(self.store, self.events)
+        self._feed = _feed(self.store)
+        if self._feed is not None:
+            self.events.poll_s = SAFETY_POLL_S  # The feed tells; the poll is a safety net.
+            self._feed.add_listener(self._changed_elsewhere)
 
     @classmethod
     def open(cls, db: str | Path | None = None, **options: object) -> Host:
@@ -83,6 +93,26 @@ class Host:
         self.events.changed(state.task_id, state)
         if self._bridge is not None:
             self._bridge.committed(state.task_id)
+        self._wake()
+
+    def _changed_elsewhere(self) -> None:
+        """Another connection committed to the file (the change feed's thread)."""
+        self.events.changed_all()
+        self.stops.honour()
+        self._wake()
+
+    def _wake(self) -> None:
+        with self._changes:
+            self._changes.notify_all()
+
+    def wait_for_change(self, timeout: float) -> None:
+        """Block until this host hears of a commit (its own or another process's), or `timeout`.
+
+        On PostgreSQL other processes' commits are not heard here: callers loop with a short
+        `timeout` and read the store each time.
+        """
+        with self._changes:
+            self._changes.wait(timeout)
 
     # ------------------------------------------------------------------ runners
 
@@ -185,15 +215,20 @@ class Host:
         runner = self.runner_for_task(task_id)
         step = runner.get_step(task_id, step_id)
         if (
-            self._bridge is None
+            (self._bridge is None and not self.stops.available)
             or LIVE_RUNS.get(step_id) is not None
             or step.status is not StepStatus.RUNNING
             or claim_is_stale(step.claimed_by, step_id)  # Its process is gone: nobody to tell.
         ):
             runner.cancel_step(task_id, step_id, wait=wait)
             return runner
-        self._bridge.stop(task_id, step_id)
-        self._wait_stopped(task_id, step_id, wait)
+        if self._bridge is not None:
+            self._bridge.stop(task_id, step_id)
+        self.stops.ask(task_id, step_id)
+        try:
+            self._wait_stopped(task_id, step_id, wait)
+        finally:
+            self.stops.withdraw(step_id)
         return self.runner_for_task(task_id)
 
     def _wait_stopped(self, task_id: str, step_id: str, wait: float) -> None:
@@ -229,6 +264,9 @@ class Host:
     def close(self) -> None:
         """Stop the live events and close the store."""
         self._unlisten()
+        self.stops.close()
+        if self._feed is not None:
+            self._feed.close()
         if self._bridge is not None:
             self._bridge.close()
         self.events.close()
@@ -252,6 +290,13 @@ def _prices_key(prices: PriceTable | None) -> str:
     return json.dumps(
         {name: p.model_dump(mode="json") for name, p in prices.prices.items()}, sort_keys=True
     )
+
+
+def _feed(store: Store) -> DataVersionFeed | None:
+    """The change feed of a SQLite file; None for other stores (and SQLite in memory)."""
+    if not isinstance(store, SQLiteStore) or store.path in ("", ":memory:"):
+        return None
+    return DataVersionFeed(store.path)
 
 
 def _bridge(store: Store, hub: EventHub) -> NotifyBridge | None:

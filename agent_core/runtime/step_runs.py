@@ -199,5 +199,10 @@ class _LiveRuns:
         with self._guard:
             return [run for run in self._runs.values() if run.task_id == task_id]
 
+    def all(self) -> list[StepRun]:
+        """Every run of this process that has not ended."""
+        with self._guard:
+            return list(self._runs.values())
+
 
 LIVE_RUNS = _LiveRuns()

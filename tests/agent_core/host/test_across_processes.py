@@ -1,0 +1,137 @@
+"""A Host hears other processes on one SQLite file: their commits within a tick, their stops.
+
+Two processes each: `stepwise serve` (or a user's program) in a subprocess, a Host in the test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agent_core.host import Host
+from agent_core.runtime.step_runs import STOPPED_BY_YOU
+from agent_core.spec import AgentSpec
+from agent_core.types import StepStatus, TaskState
+from tests._serve_process import wait_healthy
+from tests.stepwise.services._system import free_port
+
+HERE = Path(__file__).parent
+STEPS = 5
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "shared.db")
+
+
+@pytest.fixture
+def served(tmp_path: Path, db: str) -> Iterator[str]:
+    """`stepwise serve` on the shared file; its URL."""
+    port = free_port()
+    env = {**os.environ, "STEPWISE_WORKSPACES": str(tmp_path / "ws")}
+    env.pop("STEPWISE_API_TOKEN", None)
+    log = tmp_path / "serve.log"
+    command = [sys.executable, "-m", "stepwise.cli", "serve", "--port", str(port), "--db", db]
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=out, stderr=out)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, process, output=lambda: log.read_text()[-3000:])
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # An event stream still open keeps uvicorn waiting.
+            process.kill()
+            process.wait(timeout=30)
+
+
+def _read_events(url: str, task_id: str, seen: list[tuple[float, dict]], ready: threading.Event):
+    with (
+        httpx.Client(timeout=60) as http,
+        contextlib.suppress(httpx.TransportError),
+        http.stream("GET", f"{url}/stepwise/v1/tasks/{task_id}/events") as response,
+    ):
+        kind = None
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                kind = line.removeprefix("event: ")
+            elif line.startswith("data: ") and kind is not None:
+                seen.append((time.monotonic(), {"event": kind, **json.loads(line[6:])}))
+                if kind == "subscribed":
+                    ready.set()
+
+
+def test_a_servers_event_stream_shows_another_processs_commit_within_a_tick(served, db):
+    committed: dict[str, float] = {}  # Step id -> when this process committed it completed.
+
+    def heard(state: TaskState) -> None:
+        for step_id in state.completed:
+            committed.setdefault(step_id, time.monotonic())
+
+    with Host(db) as host:
+        host.store.add_commit_listener(heard)
+        runner = host.runner_for(AgentSpec())  # The scripted demo: no key.
+        task_id = runner.create_task("What is (121 * 3) + 42?").task_id
+        seen: list[tuple[float, dict]] = []
+        ready = threading.Event()
+        threading.Thread(
+            target=_read_events, args=(served, task_id, seen, ready), daemon=True
+        ).start()
+        assert ready.wait(30)
+        for _ in range(STEPS):
+            out = runner.run_step(task_id)
+            time.sleep(0.4)  # Apart, so each commit is a change of its own to watch for.
+            if out.is_last:
+                break
+        time.sleep(1.0)
+    arrived = {e["step_id"]: t for t, e in seen if e["event"] == "step_completed"}
+    latencies = [arrived[s] - t for s, t in committed.items() if s in arrived]
+    print(f"\ncommit -> server event stream, s: {[round(x, 3) for x in latencies]}")
+    assert len(latencies) == len(committed) >= 3, (committed, seen)
+    assert max(latencies) < 1.0
+    assert statistics.median(latencies) < 0.3  # DESIGN §13; a 0.5 s poll gives ~0.25 to 0.5.
+
+
+def test_a_stop_in_one_process_stops_a_step_another_process_runs(db):
+    program = subprocess.Popen(
+        [sys.executable, str(HERE / "_slow_program.py"), db],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parents[3],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[3])},
+    )
+    try:
+        assert program.stdout is not None
+        task_id = program.stdout.readline().strip()
+        with Host(db) as host:
+            deadline = time.monotonic() + 30
+            running = []
+            while not running and time.monotonic() < deadline:
+                state = host.reader().get_task_state(task_id)
+                running = [s for s in state.steps.values() if s.status is StepStatus.RUNNING]
+                time.sleep(0.05)
+            [step] = running
+            started = time.monotonic()
+            host.cancel_step(task_id, step.step_id, wait=10)
+            took = time.monotonic() - started
+            after = host.reader().get_step(task_id, step.step_id)
+        print(f"\nstop across processes took {took:.3f} s")
+        assert after.status is StepStatus.FAILED and after.error == STOPPED_BY_YOU
+        assert took < 5
+        assert program.stdout.readline().split()[0] == "failed"
+        assert program.wait(timeout=30) == 0
+    finally:
+        program.kill()
