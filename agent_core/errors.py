@@ -115,6 +115,9 @@ ERROR_CODES: Mapping[str, str] = {
     "skip, a rejection or feedback); `reason` says why",
     "model_stream_broken": "the model's server opened a reply stream and closed it before "
     "sending anything (`server`)",
+    "model_stream_unimplemented": "a framework agent's own model (`model`) does not implement "
+    "the method (`method`) Stepwise streams its replies through (the Agents SDK's "
+    "`Model.stream_response`)",
     "mcp_server_failed": "an MCP server (`server`, run as or reached at `spec`) could not start "
     "or be reached, or stopped (`detail`; `stderr`: what it wrote since its last answer, when "
     "anything; `tool`: the call that did not run, as a step's cause); it stays so until the "

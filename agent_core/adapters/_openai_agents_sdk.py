@@ -192,18 +192,63 @@ async def model_response(
     options = {"previous_response_id": None, "conversation_id": None, "prompt": turn.prompt}
     if on_delta is None:
         return await model.get_response(*args, **options)
-    events = model.stream_response(*args, **options)
-    return await stream_model_response(events, on_delta=on_delta)
+    try:
+        return await stream_model_response(_model_stream(model, args, options), on_delta=on_delta)
+    except _EmptyStream:
+        # llama-cpp-python's server opens a stream for tools with tool_choice "auto" and ends
+        # it before any chunk; the SDK makes that an empty final answer. Nothing was shown,
+        # so the same request is asked unstreamed, as Stepwise's own models do.
+        return await model.get_response(*args, **options)
+
+
+class _EmptyStream(Exception):
+    """The model's stream ended before its first event: no reply, not an empty one."""
+
+
+async def _model_stream(
+    model: Model, args: tuple[Any, ...], options: dict[str, Any]
+) -> AsyncIterator[Any]:
+    """The model's `stream_response` events; a typed error when it does not implement it."""
+    try:
+        events = model.stream_response(*args, **options)
+        if not hasattr(events, "__aiter__"):
+            raise TypeError(f"stream_response returned {type(events).__name__}")
+        async for event in events:
+            yield event
+    except (NotImplementedError, TypeError) as error:
+        if isinstance(error, TypeError) and "stream_response" not in str(error):
+            raise  # A TypeError of the model's own, with its own traceback.
+        raise _no_stream_response(model, error) from error
+
+
+def _no_stream_response(model: Model, error: Exception) -> UserError:
+    name = type(model).__name__
+    return UserError(
+        f"the agent's model {name} does not implement stream_response ({error!r}): Stepwise "
+        "streams a turn's reply live through the Agents SDK's Model.stream_response, besides "
+        "get_response",
+        hint=f"implement {name}.stream_response (an async generator of the SDK's response "
+        "events ending with a ResponseCompletedEvent), then reload your code",
+        remedy="reload_code",
+        code="model_stream_unimplemented",
+        params={"model": name, "method": "stream_response"},
+    )
 
 
 async def stream_model_response(
     events: AsyncIterator[Any], *, on_delta: Callable[[str], None]
 ) -> ModelResponse:
-    """The `ModelResponse` a model's stream ends with, as the SDK's streamed run builds it."""
-    final, done_items = None, []
+    """The `ModelResponse` a model's stream ends with, as the SDK's streamed run builds it.
+
+    Raises:
+        _EmptyStream: The stream ended before its first event (`model_response` asks again
+            unstreamed).
+    """
+    final, done_items, seen = None, [], 0
     try:
         async for event in events:
             kind = getattr(event, "type", "")
+            seen += not isinstance(event, ResponseCompletedEvent)
             if kind == "response.output_text.delta":
                 on_delta(event.delta)
             elif kind == "response.output_item.done":
@@ -217,6 +262,10 @@ async def stream_model_response(
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
+    if not seen and not (final is not None and final.output):
+        # The SDK's chat-completions handler answers a stream without chunks with a bare
+        # completed response (no `response.created` before it).
+        raise _EmptyStream
     if final is None:
         raise ModelBehaviorError("Model did not produce a final response!")
     usage = (

@@ -230,22 +230,56 @@ def test_a_streamed_turn_sends_its_tokens_as_they_come_and_ends_as_the_plain_one
     ]
 
 
-def test_a_stream_that_ends_empty_is_the_sdks_empty_answer_and_undo_asks_again(project, server):
-    # The SDK's stream handler turns a stream that ends before any event into a completed
-    # response with no output, which its Runner takes as the final output "": so does the
-    # adapter, and the person undoes the turn and runs it again.
-    server.script(Reply(text="Hello there."))
-    server.quirks.add("broken_stream")
+def test_a_stream_that_ends_empty_is_asked_again_unstreamed(project, server):
+    # llama-cpp-python's server opens a stream for a request with tools and ends it before any
+    # chunk; the SDK makes that an empty final answer. The adapter asks the same request
+    # unstreamed, as Stepwise's own models do, and the turn goes on with the real reply.
+    server.script(Reply(tool_calls=[call("add", "c1", a=2, b=3)]), Reply(text="Five."))
+    server.quirks.add("streamed_tools_refused")
+    runner = build(project)
+    task = runner.create_task("2+3?")
+    first = list(runner.stream_step(task.task_id))[-1].output
+    assert server.quirk_hits["streamed_tools_refused"] == 1  # The fault was injected.
+    assert not first.is_last and [s.name for s in first.next_steps] == ["add", "Calculator turn 2"]
+    asked = [r.json.get("stream", False) for r in server.model_requests]
+    assert asked == [True, False]
+    assert server.model_requests[0].json["messages"] == server.model_requests[1].json["messages"]
+    runner.run_step(task.task_id)
+    last = list(runner.stream_step(task.task_id))[-1].output
+    assert last.is_last and last.output == "Five."
+
+
+CUSTOM_MODEL_FILE = """
+from agents import Agent, Model, ModelResponse, Usage
+from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+
+
+class Echo(Model):
+    async def get_response(self, *args, **kwargs):
+        text = ResponseOutputText(text="Hi.", type="output_text", annotations=[])
+        message = ResponseOutputMessage(
+            id="m1", content=[text], role="assistant", status="completed", type="message"
+        )
+        return ModelResponse(output=[message], usage=Usage(), response_id=None)
+
+    def stream_response(self, *args, **kwargs):
+        raise NotImplementedError
+
+
+agent = Agent(name="Echo", model=Echo())
+"""
+
+
+def test_a_custom_model_without_stream_response_fails_with_an_error_naming_it(tmp_path):
+    project = write_project(tmp_path / "custom", {"agent.py": CUSTOM_MODEL_FILE})
     runner = build(project)
     task = runner.create_task("Hi?")
-    empty = list(runner.stream_step(task.task_id))[-1].output
-    assert server.quirk_hits["broken_stream"] == 1  # The fault was injected.
-    assert empty.output == "" and empty.is_last
-    server.quirks.discard("broken_stream")
+    assert runner.run_step(task.task_id).output == "Hi."  # Unwatched: get_response.
     runner.undo_step(task.task_id)
-    again = list(runner.stream_step(task.task_id))[-1].output
-    assert again.is_last and again.output == "Hello there."
-    assert [m["role"] for m in sent(server)] == ["system", "user"]
+    with pytest.raises(StepError) as raised:
+        list(runner.stream_step(task.task_id))
+    assert raised.value.params["cause_code"] == "model_stream_unimplemented"
+    assert "Echo.stream_response" in str(raised.value)
 
 
 def test_the_adapter_sends_what_the_sdks_runner_sends_and_keeps_its_input_list(tmp_path):
