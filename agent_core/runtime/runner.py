@@ -64,13 +64,25 @@ from agent_core.runtime.llamaindex_api import (
     use_chat_history,
 )
 from agent_core.runtime.loop import on_runtime_thread, run_sync, runs_on_runtime, submit
+from agent_core.runtime.model_calls import answering_with
 from agent_core.runtime.queue import (
     check_active,
     check_can,
     is_claimable,
     mark_completed,
+    nothing_to_run,
     pick_step,
     step_of,
+)
+from agent_core.runtime.sampling import (
+    DEFAULT_SAMPLES,
+    MAX_SAMPLES,
+    StepSample,
+    capture_call,
+    check_samplable,
+    group_replies,
+    sample_call,
+    sample_refusal,
 )
 from agent_core.runtime.step_runs import LIVE_RUNS, StepRun
 from agent_core.runtime.task_cache import TaskCache
@@ -566,6 +578,15 @@ class AgentRunner(LlamaIndexRunnerAPI):
         `run_step(..., input=...)` would. The worker builds the preview with the code its
         run uses, on a copy of the task: nothing changes.
         """
+        step, view = self._step_view(task_id, step_id, input)
+        if step is None:
+            return self.agent_worker.preview_messages(view)
+        return self.agent_worker.preview_step(step, view)
+
+    def _step_view(
+        self, task_id: str, step_id: str | None, input: StepInput = None
+    ) -> tuple[TaskStep | None, Task]:
+        """A copy of step `step_id` (else the first ready one) and of the task, to write to."""
         state = self._task_state(task_id)
         with self._lock(task_id):
             view = state.task.model_copy(
@@ -577,11 +598,97 @@ class AgentRunner(LlamaIndexRunnerAPI):
             ready = (s for s in state.step_queue if state.is_ready(s))
             step = step_of(state, step_id) if step_id is not None else next(ready, None)
         if step is None:
-            return self.agent_worker.preview_messages(view)
+            return None, view
         step = step.model_copy(deep=True)
         if input is not None:
             step.set_input(input)
-        return self.agent_worker.preview_step(step, view)
+        return step, view
+
+    # ---------------------------------------------------------------------- sampling
+
+    @runs_on_runtime
+    async def asample_step(
+        self, task_id: str, step_id: str | None = None, *, n: int = DEFAULT_SAMPLES
+    ) -> StepSample:
+        """Send an upcoming model step's request `n` times; the replies grouped by what they do.
+
+        The request is the one the step would send now (the worker's own code builds it); no
+        tool runs and the task does not change. See `agent_core.runtime.sampling`.
+
+        Raises:
+            UserError: `sample_unsupported` (a tool step, or a framework's agent),
+                `sample_count_invalid`, `nothing_to_run` or `task_finished`.
+        """
+        if not 1 <= n <= MAX_SAMPLES:
+            raise UserError(
+                f"a sample takes 1 to {MAX_SAMPLES} calls, not {n}",
+                code="sample_count_invalid",
+                params={"n": n, "max": MAX_SAMPLES},
+            )
+        step, call = await self._capture_call(task_id, step_id)
+        replies = await sample_call(call, n)
+        return StepSample(
+            task_id=task_id,
+            step_id=step.step_id,
+            n=n,
+            messages=call.messages,
+            groups=group_replies(replies),
+        )
+
+    def sample_step(
+        self, task_id: str, step_id: str | None = None, *, n: int = DEFAULT_SAMPLES
+    ) -> StepSample:
+        """Sync twin of `asample_step`."""
+        return run_sync(self.asample_step(task_id, step_id, n=n), name="sample_step")
+
+    def sample_refusal(self, task_id: str, step_id: str) -> str | None:
+        """Why upcoming step `step_id` cannot be sampled (a face greys its control), else None."""
+        return sample_refusal(self.agent_worker, self.get_step(task_id, step_id))
+
+    async def _capture_call(self, task_id: str, step_id: str | None) -> tuple[TaskStep, Any]:
+        step, view = self._step_view(task_id, step_id)
+        if step is None:
+            raise nothing_to_run(self._task_state(task_id))
+        check_samplable(self.agent_worker, step)
+        return step, await capture_call(self.agent_worker, step, view, self._step_kwargs({}))
+
+    @runs_on_runtime
+    async def acontinue_with_sample(
+        self, task_id: str, sample: StepSample, group: int = 0
+    ) -> TaskStepOutput:
+        """Run the sampled step with group `group`'s reply as its model's: the task goes on.
+
+        The step commits that reply (its tokens and cost too) without a model call. The
+        sample must still be of the task's upcoming step: after Undo of a step continued so,
+        continuing with another group grows a branch beside the first.
+
+        Raises:
+            UserError: `sample_stale` (the request the step would send now differs),
+                `sample_group_unknown`, or what running the step raises.
+        """
+        reply = sample.reply(group)
+        queued = self._task_state(task_id).queue
+        step, call = await self._capture_call(
+            task_id, sample.step_id if sample.step_id in queued else None
+        )
+        if _dumped(call.messages) != _dumped(sample.messages):
+            raise UserError(
+                "the task moved on since the step was sampled: its upcoming step would send "
+                "another request now",
+                hint="sample the step again",
+                task_id=task_id,
+                step_id=step.step_id,
+                code="sample_stale",
+            )
+        with answering_with(reply):
+            return await self._arun_step(task_id, step.step_id, None, {})
+
+    def continue_with_sample(
+        self, task_id: str, sample: StepSample, group: int = 0
+    ) -> TaskStepOutput:
+        """Sync twin of `acontinue_with_sample`."""
+        coro = self.acontinue_with_sample(task_id, sample, group)
+        return run_sync(coro, name="continue_with_sample")
 
     def is_interrupted(self, task_id: str, step_id: str) -> bool:
         """Whether a `running` step's process died (or stopped) mid-step, or its lease lapsed."""
@@ -1186,6 +1293,10 @@ def _end_event(
     if output is not None:
         return StepCompletedEvent(step_id=step_id, output=output)
     return StepFailedEvent(step_id=step_id, error=str(error) if error else "stopped")
+
+
+def _dumped(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    return [m.model_dump(mode="json") for m in messages]
 
 
 def _settled(job: asyncio.Future[Any]) -> None:

@@ -10,6 +10,7 @@ from agent_core.effects import current_step
 from agent_core.errors import LLMError
 from agent_core.events import EventSink, TokenDeltaEvent
 from agent_core.llms.base import LLM, ChatMessage, ChatResponse, ToolChoice, ToolSpec
+from agent_core.runtime.model_calls import intercept_call
 from agent_core.telemetry.hooks import traced_chat
 from agent_core.types import TaskStep
 
@@ -35,9 +36,14 @@ async def step_chat(
     context = current_step()
     if context is not None:
         context.messages_sent = list(messages)
-    options: dict[str, Any] = {"tools": tools}
+    extra: dict[str, Any] = {}
     if tool_choice is not None and _takes_tool_choice(llm):
-        options["tool_choice"] = tool_choice
+        extra["tool_choice"] = tool_choice
+    # A sample captures this call, or a sampled reply answers it (`runtime.model_calls`).
+    chosen = intercept_call(llm, messages, tools, extra)
+    if chosen is not None:
+        return chosen
+    options: dict[str, Any] = {"tools": tools, **extra}
     if emit is None:
         return await llm.chat(messages, **options)
     response = None

@@ -62,6 +62,11 @@ class ToolCallingWorker(BaseAgentWorker):
             raise UserError(f"{cls._worker_name}.from_tools needs llm=..., e.g. ScriptedLLM([...])")
         return llm
 
+    @property
+    def cannot_sample(self) -> str | None:
+        """None: a reasoning step makes its one model call through `step_chat`."""
+        return None
+
     def initialize_step(self, task: Task, **kwargs: Any) -> TaskStep:
         """The first reasoning step; its input is the task's question."""
         return TaskStep(task_id=task.task_id, input=task.input, kind=StepKind.LLM)

@@ -49,6 +49,19 @@ class BaseAgentWorker(ABC):
         """
         return None
 
+    @property
+    def cannot_sample(self) -> str | None:
+        """Why a model step of this worker cannot be sampled (`AgentRunner.sample_step`).
+
+        None: its model calls go through `agent_core.workers._chat.step_chat`, so a sample
+        can send the step's request again without running the step. A worker that calls its
+        model in code of its own cannot be stopped at the call.
+        """
+        return (
+            "this agent calls its model in code of its own, so Stepwise cannot send the step's "
+            "request again without running the whole step"
+        )
+
     @abstractmethod
     def initialize_step(self, task: Task, **kwargs: Any) -> TaskStep:
         """The task's first step (called once, when the task is created)."""
