@@ -181,6 +181,20 @@ ERROR_CODES: Mapping[str, str] = {
     "after `wait_s` s (that process may be busy in a tool that cannot be interrupted)",
     "agent_not_rebuildable": "the task was started by a program with an agent object that no "
     "importable target names (`agent`), so no other face can rebuild it to run its next step",
+    # Sampling one step N times (agent_core.runtime.sampling).
+    "sample_unsupported": "the step cannot be sampled (`reason`): its request cannot be sent "
+    "again without running it (a tool step, or a framework's agent that calls its own model)",
+    "sample_no_model_call": "the sampled step reached its end without calling a model",
+    "sample_group_unknown": "the sample has no group `group` of replies to continue with "
+    "(it has `groups`; a group of failed calls cannot be continued with)",
+    "sample_stale": "the task moved on since the step was sampled: the request its upcoming step "
+    "would send now differs from the sampled one; sample it again",
+    "sample_count_invalid": "a sample needs between 1 and `max` calls, and `n` were asked for",
+    # Re-running a task from one of its steps on reloaded code (agent_core.recordings.rerun).
+    "rerun_step_invalid": "a re-run starts from a recorded step of the task, 1 to `steps`, and "
+    "`step` is not one",
+    "rerun_diverged": "the steps before `step` could not be answered from the recording on the "
+    "new code (`detail`), so no re-run from `step` was made",
 }
 """Every code an `AgentCoreError` carries, with what it means (its `params` in backticks).
 
