@@ -117,7 +117,7 @@ Then open http://127.0.0.1:8000/docs.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `stepwise` argument parser (subcommands: `ui`, `serve`, `services`, `db`, `test`)."""
+    """The `stepwise` argument parser: `ui`, `serve`, `mcp`, `services`, `db`, `test`, `import`."""
     parser = argparse.ArgumentParser(prog="stepwise", description=_DESCRIPTION)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     ui = commands.add_parser(

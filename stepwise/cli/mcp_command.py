@@ -13,11 +13,12 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent_core.extras import require
-from agent_core.llms.catalog import split_model
-from agent_core.spec import AgentSpec
-from stepwise.cli.ui import ui_environment
+
+if TYPE_CHECKING:  # The parser is built on every `stepwise` command: the rest loads when run.
+    from agent_core.spec import AgentSpec
 
 __all__ = ["DEFAULT_PORT", "EPILOG", "MODEL_ENV", "add_mcp_arguments", "default_spec", "run_mcp"]
 
@@ -60,6 +61,9 @@ def default_spec() -> AgentSpec:
     Raises:
         UserError: The variable names no provider.
     """
+    from agent_core.llms.catalog import split_model
+    from agent_core.spec import AgentSpec
+
     provider, name = split_model(os.environ.get(MODEL_ENV) or "demo")
     return AgentSpec(provider=provider, model=name or "")  # type: ignore[arg-type]
 
@@ -82,6 +86,7 @@ def run_mcp(
     """
     require("mcp", feature="stepwise mcp")
     from agent_core.host import Host, masked_target
+    from stepwise.cli.ui import ui_environment
     from stepwise.http.settings import allowed_hosts, api_token, check_exposure
     from stepwise.mcp import DebuggerTools, build_server, http_app
 
