@@ -17,6 +17,7 @@ from agent_core.spec import AgentSpec
 from agent_core.types import TaskState, TaskStatus
 from components import task_version
 from components.messages import cost_text, plural
+from components.task_origin import framework_of_task
 
 __all__ = ["Limits", "limits_of", "limits_text", "render_limits_button"]
 
@@ -53,6 +54,8 @@ def limits_of(task_state: TaskState, runner: ParallelAgentRunner, spec: AgentSpe
     task = task_state.task
     own = task.limits
     bound = own.max_iterations if own.max_iterations is not None else _worker_bound(runner, spec)
+    if task.imported or framework_of_task(task):  # Its agent counts no reasoning steps.
+        bound = None
     used = task.extra_state.get("iterations")
     counted = isinstance(used, int) and not isinstance(used, bool)
     return Limits(

@@ -24,11 +24,12 @@ from agent_core.recordings.importers import MAX_IMPORT_BYTES, import_file
 from agent_core.store.base import Store, TaskSummary
 from agent_core.task_files import workspace_folder
 from agent_core.trace import export_trace
-from agent_core.types import Task, TaskStatus, short_id
+from agent_core.types import ImportSource, Task, TaskStatus, short_id
 from components import navigation, runtime, state
 from components.actions import attempt
 from components.messages import cost_text, plain, plural, tokens_text
 from components.task_form import agent_label, model_label
+from components.task_origin import framework_of_task, import_text
 
 __all__ = [
     "ALL_STATUSES",
@@ -155,10 +156,21 @@ def agent_line(task_id: str) -> str:
     """The task's agent and model, as the create form names them (plain text, not markdown)."""
     try:
         spec = runtime.spec_of(task_id)
-        return f"Agent: {agent_label(spec)} · Model: {model_label(spec)}"
+        imported_from, framework = _origin_of(task_id)
+        if imported_from is not None:  # No agent of this machine ran it.
+            return f"Imported: {import_text(imported_from)}"
+        model = f"the {framework} agent's own" if framework else model_label(spec)
+        return f"Agent: {agent_label(spec)} · Model: {model}"
     except Exception:  # A stored spec this app cannot read (an old or hand-edited trace).
         logger.debug("no readable agent spec for task %s", task_id, exc_info=True)
         return "Agent and model unknown"
+
+
+@st.cache_data(max_entries=1024, show_spinner=False)
+def _origin_of(task_id: str) -> tuple[ImportSource | None, str | None]:
+    # Neither changes once the task exists: read once per process, as its spec is.
+    task = runtime.reader().get_task(task_id)
+    return task.imported_from, framework_of_task(task)
 
 
 def workspace_file_count(task_id: str) -> int:

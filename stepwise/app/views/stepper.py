@@ -49,8 +49,9 @@ from components.step_editor import (
     save_typed_edits,
 )
 from components.step_travel import Travel, render_step_travel
-from components.task_form import agent_label, model_label, render_create_form
+from components.task_form import agent_label, render_create_form
 from components.task_list import usage_cost_text
+from components.task_origin import model_text
 from components.task_tests import render_task_tests
 from components.thread_controls import (
     continuing,
@@ -154,7 +155,7 @@ def _header(task_state: TaskState, runner: ParallelAgentRunner) -> None:
     cap = max_tokens_text(spec)
     # A framework's agent runs on its own model (BaseAgentWorker.own_model).
     own = getattr(runner.agent_worker, "own_model", None)
-    model = f"{own} (the agent's own)" if own else model_label(spec)
+    model = model_text(task, spec, own_model=own)
     line = f"Model: {model} · Agent: {agent_label(spec)}" + (f" · {cap}" if cap else "")
     st.text(line)  # names: not markdown
 
