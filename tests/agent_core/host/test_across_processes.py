@@ -20,9 +20,10 @@ import httpx
 import pytest
 
 from agent_core.host import Host
+from agent_core.runtime.parallel import ParallelAgentRunner
 from agent_core.runtime.step_runs import STOPPED_BY_YOU
 from agent_core.spec import AgentSpec
-from agent_core.types import StepStatus, TaskState
+from agent_core.types import StepKind, StepStatus, TaskState, TaskStep
 from tests._serve_process import wait_healthy
 from tests.stepwise.services._system import free_port
 
@@ -135,3 +136,43 @@ def test_a_stop_in_one_process_stops_a_step_another_process_runs(db):
         assert program.wait(timeout=30) == 0
     finally:
         program.kill()
+
+
+def test_a_program_paused_before_a_tool_resumes_with_the_arguments_a_person_edited(db):
+    from tests.agent_core.host._refund_program import make_worker
+
+    program = subprocess.Popen(
+        [sys.executable, str(HERE / "_refund_program.py"), db],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[3])},
+    )
+    try:
+        assert program.stdout is not None
+        task_id = program.stdout.readline().strip()
+        with Host(db) as host:
+            held = _held_tool_step(host, task_id)
+            assert held.input == {"tool": "refund", "args": {"order": 42, "amount": 100}}
+            time.sleep(0.5)
+            assert program.poll() is None, "the program did not wait for a person"
+            # The app's Approve with edited arguments: its runner runs the held step.
+            person = ParallelAgentRunner(make_worker(), store=host.store)
+            edited = {"tool": "refund", "args": {"order": 42, "amount": 30}}
+            person.run_step(task_id, step_id=held.step_id, input=edited)
+        out = json.loads(program.stdout.readline())
+        assert program.wait(timeout=30) == 0
+    finally:
+        program.kill()
+    assert out["reason"] == "answered" and out["response"] == "refund made"
+    assert out["tool_outputs"] == ["refunded 30 on order 42"]
+
+
+def _held_tool_step(host: Host, task_id: str, timeout: float = 30) -> TaskStep:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = host.reader().get_task_state(task_id)
+        held = [s for s in state.step_queue if s.kind is StepKind.TOOL]
+        if held:
+            return held[0]
+        time.sleep(0.05)
+    raise AssertionError("the program never paused before its tool call")
