@@ -190,6 +190,9 @@ ERROR_CODES: Mapping[str, str] = {
     "sample_stale": "the task moved on since the step was sampled: the request its upcoming step "
     "would send now differs from the sampled one; sample it again",
     "sample_count_invalid": "a sample needs between 1 and `max` calls, and `n` were asked for",
+    # Runs side by side (agent_core.recordings.compare).
+    "compare_runs_too_few": "a comparison needs two runs or more, and `runs` were given",
+    "branch_not_found": "the task has no branch `branch_id` on which a step ran",
     # Re-running a task from one of its steps on reloaded code (agent_core.recordings.rerun).
     "rerun_step_invalid": "a re-run starts from a recorded step of the task, 1 to `steps`, and "
     "`step` is not one",

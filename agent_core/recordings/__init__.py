@@ -24,6 +24,7 @@ from agent_core.recordings.cases import (
     load_case,
     save_case,
 )
+from agent_core.recordings.compare import Comparison, FirstDifference, RunRef, compare
 from agent_core.recordings.errors import (
     CaseCheckError,
     CaseFileError,
@@ -43,14 +44,18 @@ __all__ = [
     "CaseFileError",
     "CaseResult",
     "CaseStep",
+    "Comparison",
     "Divergence",
     "Expectations",
     "ExpectedCall",
+    "FirstDifference",
     "HumanAct",
     "Outcome",
     "ReplayDivergedError",
     "ReplayUnsupportedError",
+    "RunRef",
     "case_from_task",
+    "compare",
     "load_case",
     "replay_case",
     "save_case",
