@@ -1,11 +1,12 @@
 """Bounded retries with exponential backoff for model calls that may succeed if repeated.
 
-Rate limits (429), overload (503, 529) and timeouts are retried as the policy allows. Any other
-server error (500, 502, ...) is retried once: a local server that fails a request (llama.cpp's
-500 on a message it cannot template) fails the same request every time, so a second failure
-becomes a `model_request_refused` error that says so. A connection that fails before any byte
-of an answer (a pooled keep-alive connection the server had dropped) is retried once, on a new
-connection. Anything else (a bad key, an unknown model, a context too long) fails at once.
+Rate limits (429), overload (503, 529), a gateway's 502 and 504 and timeouts are retried as the
+policy allows. Any other server error (500, 501, ...) is retried once: a local server that fails
+a request (llama.cpp's 500 on a message it cannot template) fails the same request every time,
+so a second failure becomes a `model_request_refused` error that says so. A connection that
+fails before any byte of an answer (a pooled keep-alive connection the server had dropped) is
+retried once, on a new connection. Anything else (a bad key, an unknown model, a context too
+long) fails at once.
 """
 
 from __future__ import annotations
@@ -17,10 +18,19 @@ from typing import TypeVar
 
 from agent_core.errors import LLMConnectionError, LLMError, LLMStatusError
 
-__all__ = ["OVERLOADED_STATUSES", "RetryPolicy", "is_retryable", "with_retries"]
+__all__ = [
+    "GATEWAY_STATUSES",
+    "OVERLOADED_STATUSES",
+    "RetryPolicy",
+    "is_retryable",
+    "with_retries",
+]
 
 OVERLOADED_STATUSES = frozenset({503, 529})
 """Server errors that say "busy, come back": retried as the policy allows, like a 429."""
+GATEWAY_STATUSES = frozenset({502, 504})
+"""A proxy's word that the server behind it did not answer (down, restarting, slow): retried
+as the policy allows; the same request usually succeeds once that server is back."""
 
 T = TypeVar("T")
 
@@ -59,9 +69,10 @@ class RetryPolicy:
 
 
 def _server_error(error: LLMError) -> bool:
-    """A server error that is not the server saying it is busy (500, 502, 504, ...)."""
+    """A server error of the server itself, not "busy" nor a gateway's (500, 501, ...)."""
     status = error.status
-    return status is not None and status >= 500 and status not in OVERLOADED_STATUSES
+    passing = OVERLOADED_STATUSES | GATEWAY_STATUSES
+    return status is not None and status >= 500 and status not in passing
 
 
 def _refused(error: LLMError) -> LLMStatusError:

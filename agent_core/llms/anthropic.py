@@ -41,7 +41,7 @@ from agent_core.errors import (
     LLMTimeoutError,
     MissingKeyError,
 )
-from agent_core.llms._retry import RetryPolicy
+from agent_core.llms._retry import GATEWAY_STATUSES, RetryPolicy
 from agent_core.llms._sdk import SDKChatModel
 from agent_core.llms._wire import (
     parse_tool_arguments,
@@ -470,6 +470,12 @@ def _status_message(status: int, *, detail: str, model: str, where: str) -> str:
         return (
             f"{where} is unavailable (503: {detail}); this is usually temporary, run the step "
             "again in a moment"
+        )
+    if status in GATEWAY_STATUSES:
+        return (
+            f"a gateway in front of {where} got no answer from the server behind it ({status}: "
+            f"{detail}); that server may be down or restarting: run the step again once it is "
+            "back"
         )
     if status >= 500:
         return (

@@ -36,7 +36,7 @@ from agent_core.errors import (
     LLMTimeoutError,
     MissingKeyError,
 )
-from agent_core.llms._retry import OVERLOADED_STATUSES, RetryPolicy
+from agent_core.llms._retry import GATEWAY_STATUSES, OVERLOADED_STATUSES, RetryPolicy
 from agent_core.llms._sdk import SDKChatModel
 from agent_core.llms._wire import (
     parse_tool_arguments,
@@ -516,6 +516,12 @@ def _status_message(status: int, *, code: str | None, detail: str, model: str, w
         return (
             f"{where} is overloaded ({status}): {detail}; this is usually temporary, run the "
             "step again in a moment"
+        )
+    if status in GATEWAY_STATUSES:
+        return (
+            f"a gateway in front of {where} got no answer from the model server behind it "
+            f"({status}): {detail}; that server may be down or restarting: run the step again "
+            "once it is back"
         )
     if status >= 500:
         return (

@@ -192,6 +192,29 @@ def test_a_500_that_repeats_is_retried_once_then_says_the_server_refused_the_req
     assert error.params["detail"].endswith("to str")
 
 
+@pytest.mark.parametrize("status", [502, 504])
+def test_a_gateways_502_or_504_is_retried_with_backoff_until_the_server_is_back(status) -> None:
+    # A proxy in front of a restarting server answers 502/504 until it is back: the same
+    # request then succeeds, so it is retried as the policy allows, not refused after two.
+    down = Reply(status=status, error="upstream connect error")
+    with OpenAIServer([down, down, down, "Back."]) as server:
+        llm = _llm(server, retry_policy=RetryPolicy(max_retries=3, base_delay=0.01))
+        reply = asyncio.run(_streamed(llm, [ChatMessage(role="user", content="Hi")]))
+    assert reply.text == "Back." and len(server.model_requests) == 4
+
+
+def test_a_gateway_error_that_outlasts_the_retries_says_to_run_the_step_again() -> None:
+    down = Reply(status=502, error="upstream connect error")
+    with OpenAIServer([down] * 3) as server:
+        llm = _llm(server, retry_policy=RetryPolicy(max_retries=2, base_delay=0.01))
+        with pytest.raises(LLMError) as caught:
+            asyncio.run(llm.chat([ChatMessage(role="user", content="Hi")]))
+    error = caught.value
+    assert error.code == "model_error" and error.status == 502 and error.remedy == "retry"
+    assert "will not help" not in str(error) and "restarting" in str(error)
+    assert len(server.model_requests) == 3
+
+
 def _with_null_content(request: Any) -> Any:
     def patched(*args: Any, **kwargs: Any) -> dict[str, Any]:
         built = request(*args, **kwargs)
