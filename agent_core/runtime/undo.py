@@ -15,6 +15,7 @@ from agent_core.memory import ChatMemoryBuffer
 from agent_core.store.base import MemoryWrite, TaskChange
 from agent_core.telemetry import hooks as telemetry_hooks
 from agent_core.types import (
+    INTERRUPT_KEY,
     StepKind,
     StepSnapshot,
     StepStatus,
@@ -49,7 +50,7 @@ def undo_last(state: TaskState, change: TaskChange) -> TaskStep:
         change.memory = MemoryWrite(keep=0, append=task.memory.get_all())
     elif change.memory is None or change.memory.keep > len(task.memory):
         change.memory = MemoryWrite(keep=len(task.memory))
-    if step.kind is StepKind.HUMAN:
+    if step.kind is StepKind.HUMAN and INTERRUPT_KEY not in step.step_state:
         touched = _unlink_feedback(state, step)
     else:
         touched = _requeue(state, step, change)
@@ -66,11 +67,14 @@ def _requeue(state: TaskState, step: TaskStep, change: TaskChange) -> list[TaskS
         if child_id in step.next_step_ids:
             step.next_step_ids.remove(child_id)
     change.dropped_steps.extend(children)
+    # An answer to the agent's question (an interrupt) is undone with it: the question waits
+    # for a person again, as it did before it was answered.
+    asks = INTERRUPT_KEY in step.step_state
     again = TaskStep(
         task_id=step.task_id,
-        input=step.input,
-        edited=step.edited,
-        proposed_input=step.proposed_input,
+        input=None if asks else step.input,
+        edited=step.edited and not asks,
+        proposed_input=None if asks else step.proposed_input,
         kind=step.kind,
         name=step.name,
         cannot=dict(step.cannot),

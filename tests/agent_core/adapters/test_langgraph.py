@@ -343,6 +343,25 @@ def test_an_interrupt_is_a_human_step_whose_answer_resumes_the_node(project):
     assert runner.get_task(task.task_id).memory.get_all()[-1].content == done.output
 
 
+def test_undo_of_an_answered_interrupt_asks_the_question_again(project):
+    """Issue 32 item 1: the undone answer left "0 upcoming · Nothing queued"."""
+    runner = runner_for(project, "reviewed")
+    task = runner.create_task(QUESTION)
+    for _ in range(6):
+        runner.run_step(task.task_id)
+    (ask,) = runner.get_upcoming_steps(task.task_id)
+    runner.run_step(task.task_id, input="Yes, send it.")
+
+    runner.undo_step(task.task_id)
+
+    (again,) = runner.get_upcoming_steps(task.task_id)
+    assert (again.kind, again.name, again.input) == (StepKind.HUMAN, "review", None)
+    assert again.awaits_answer
+    assert again.step_state[INTERRUPT_KEY] == ask.step_state[INTERRUPT_KEY]
+    done = runner.run_step(task.task_id, input="No, hold it.")
+    assert done.is_last and done.output == "Sent. The reviewer said: No, hold it."
+
+
 def test_a_new_runner_on_the_same_database_goes_on(project):
     db = project / "shared.db"
     runner = runner_for(project, db=db)
