@@ -38,6 +38,7 @@ from agent_core.recordings.expectations import (
 from agent_core.recordings.from_task import case_from_task
 from agent_core.recordings.requests import Normaliser, normalise_text, normalising, text_diff
 from agent_core.recordings.stand_ins import Divergence, RecordedLLM, ReplayLog
+from agent_core.runtime.breakpoints import HOLD_TOOL
 from agent_core.runtime.loop import run_sync
 from agent_core.runtime.parallel import ParallelAgentRunner
 from agent_core.store.base import Store
@@ -178,16 +179,38 @@ async def _areplay(
 ) -> Divergence | None:
     """Replay every recorded step on the runtime loop; the first divergence, if any."""
     with normalising(normaliser):
-        for recorded in case.steps:
+        for index, recorded in enumerate(case.steps):
             log.begin(recorded)
-            divergence = await _areplay_step(runner, task_id, recorded, log)
+            held = _held_tools(case, index)
+            divergence = await _areplay_step(runner, task_id, recorded, log, held)
             if divergence is not None:
                 return divergence
     return None
 
 
+def _held_tools(case: Case, index: int) -> frozenset[str]:
+    """The tools whose calls the recorded step `index` left as tool steps of their own.
+
+    A tool breakpoint (Run until's "before tools", the MCP face's `before_tools`) makes a
+    worker that reasons and acts in one step propose its call as a separate `tool` step
+    instead: the replay asks the worker to hold the same calls, so the steps line up.
+    """
+    held: set[str] = set()
+    for later in case.steps[index + 1 :]:
+        if later.kind != "tool":
+            break
+        held.update(call.tool for call in later.tool_calls)
+        if isinstance(later.input, dict) and isinstance(later.input.get("tool"), str):
+            held.add(later.input["tool"])
+    return frozenset(held)
+
+
 async def _areplay_step(
-    runner: ParallelAgentRunner, task_id: str, recorded: CaseStep, log: ReplayLog
+    runner: ParallelAgentRunner,
+    task_id: str,
+    recorded: CaseStep,
+    log: ReplayLog,
+    held: frozenset[str] = frozenset(),
 ) -> Divergence | None:
     feedback = _act(recorded, "feedback")
     if feedback is not None:
@@ -207,7 +230,7 @@ async def _areplay_step(
             f"recording has a {recorded.kind} step",
         )
     try:
-        output = await _arun_with_acts(runner, task_id, step, recorded)
+        output = await _arun_with_acts(runner, task_id, step, recorded, held)
     except AgentCoreError as exc:
         if log.divergence is not None:
             return log.divergence
@@ -227,19 +250,27 @@ def _next_step(runner: ParallelAgentRunner, task_id: str) -> TaskStep | None:
 
 
 async def _arun_with_acts(
-    runner: ParallelAgentRunner, task_id: str, step: TaskStep, recorded: CaseStep
+    runner: ParallelAgentRunner,
+    task_id: str,
+    step: TaskStep,
+    recorded: CaseStep,
+    held: frozenset[str] = frozenset(),
 ) -> TaskStepOutput | None:
-    """Run `step` as the person did at the recorded step; None for a skip."""
+    """Run `step` as the person did at the recorded step; None for a skip.
+
+    `held`: tools whose calls the worker proposes as steps of their own (see `_held_tools`).
+    """
     if _act(recorded, "skipped") is not None:
         runner.skip_step(task_id, step.step_id)
         return None
     rejected = _act(recorded, "rejected_call")
     if rejected is not None:
         return await runner.areject_step(task_id, step.step_id, message=rejected.text)
+    hold = {HOLD_TOOL: held.__contains__} if held else {}
     edited = _act(recorded, "edited_input") or _act(recorded, "edited_call")
     if edited is not None:
-        return await runner.arun_step(task_id, input=edited.input, step_id=step.step_id)
-    return await runner.arun_step(task_id, step_id=step.step_id)
+        return await runner.arun_step(task_id, input=edited.input, step_id=step.step_id, **hold)
+    return await runner.arun_step(task_id, step_id=step.step_id, **hold)
 
 
 def _compare_output(
@@ -302,7 +333,8 @@ async def _arun_live(runner: ParallelAgentRunner, task_id: str, case: Case) -> b
         lined_up = recorded is not None and recorded.kind == step.kind.value
         try:
             if lined_up and recorded is not None:
-                output = await _arun_with_acts(runner, task_id, step, recorded)
+                held = _held_tools(case, number - 1)
+                output = await _arun_with_acts(runner, task_id, step, recorded, held)
             else:
                 output = await runner.arun_step(task_id, step_id=step.step_id)
         except AgentCoreError:

@@ -221,3 +221,27 @@ def test_a_replay_leaves_no_workspace_behind(tmp_path: Path, keyed: None, monkey
     assert replay_case(case, project=tmp_path).passed
     assert made and all("stepwise-replay-" in folder for folder in made)  # It made one ...
     assert list(scratch.iterdir()) == []  # ... and removed it.
+
+
+def test_a_call_held_by_a_tool_breakpoint_replays_as_its_own_step(
+    tmp_path: Path, keyed: None
+) -> None:
+    from agent_core.runtime.breakpoints import OnTool
+
+    registry = UserCodeRegistry(project=tmp_path, agents={"calc": write_agent(tmp_path)})
+    with OpenAIServer(policy=react_policy) as server:
+        spec = AgentSpec.from_registry(
+            registry, agent="calc", provider="openai", base_url=server.url + "/v1"
+        )
+        runner = spec.build_runner(registry=registry)
+        task_id = runner.create_task("What is 1 + 2?").task_id
+        held = runner.run_until(task_id, stop=[OnTool()])
+        assert held.reason == "breakpoint"  # The call waits as its own tool step ...
+        runner.run_until(task_id)  # ... and runs when the person goes on.
+        runner.finalize_response(task_id)
+    case = case_from_task(runner, task_id, name="held")
+    assert [s.kind for s in case.steps] == ["llm", "tool", "llm"]
+
+    result = replay_case(case, project=tmp_path)
+    assert result.passed, result.report()
+    assert result.steps == 3
