@@ -39,6 +39,7 @@ class DataVersionFeed:
         self.changes = 0  # How many changes were seen (for tests and benches).
         self._listeners: tuple[Callable[[], None], ...] = ()
         self._stopping = threading.Event()
+        self._db, self._last = self._open()  # Before returning: no commit after it is missed.
         self._thread = threading.Thread(target=self._run, name="sqlite-change-feed", daemon=True)
         self._thread.start()
 
@@ -46,21 +47,27 @@ class DataVersionFeed:
         """Call `listener()` after each change seen (it must not block for long)."""
         self._listeners = (*self._listeners, listener)
 
-    def _run(self) -> None:
+    def _open(self) -> tuple[sqlite3.Connection | None, int | None]:
         try:
             # A connection of its own: data_version counts the commits of *other* connections.
             db = sqlite3.connect(self.path, check_same_thread=False)
+            (version,) = db.execute("PRAGMA data_version").fetchone()
         except sqlite3.Error as exc:
             log.warning("live events: cannot watch %s: %s", self.path, exc)
+            return None, None
+        return db, version
+
+    def _run(self) -> None:
+        db, last = self._db, self._last
+        if db is None:
             return
         with contextlib.closing(db):
-            last = None
             while not self._stopping.wait(self.tick_s):
                 try:
                     (version,) = db.execute("PRAGMA data_version").fetchone()
                 except sqlite3.Error:  # Busy or locked for a moment: ask again next tick.
                     continue
-                if last is not None and version != last:
+                if version != last:
                     self.changes += 1
                     self._tell()
                 last = version
