@@ -57,6 +57,14 @@ def forget_user_modules() -> None:
     importlib.invalidate_caches()
 
 
+def user_module_files() -> list[Path]:
+    """The files of the user's modules imported now: what a watcher of their code polls."""
+    with _lock:
+        modules = [sys.modules.get(name) for name in _user_modules]
+    files = {getattr(m, "__file__", None) for m in modules if m is not None}
+    return sorted(Path(f) for f in files if f)
+
+
 def file_module_name(path: Path) -> str:
     """The unique module name a file target is imported under."""
     stem = re.sub(r"\W", "_", path.stem)
