@@ -125,6 +125,11 @@ def damaged_summary(task_id: object, task_input: object, exc: Exception) -> Task
     )
 
 
+def _ran_at(output: TaskStepOutput) -> datetime:
+    step = output.task_step
+    return step.finished_at or step.created_at
+
+
 def _in_history(step: TaskStep) -> bool:
     """Completed steps, and skips made since skips became undoable history (they have a number)."""
     if step.status is StepStatus.SKIPPED:
@@ -160,14 +165,17 @@ def assemble_state(
         (s for s in step_map.values() if _in_history(s)),
         key=lambda s: s.number or 0,
     )
+    loaded = [
+        _load_output(data, step_map[step_id], step_map)
+        for step_id, data in outputs
+        if step_id in step_map
+    ]
     state = TaskState(
         task=task,
         steps=step_map,
-        outputs={
-            step_id: _load_output(data, step_map[step_id], step_map)
-            for step_id, data in outputs
-            if step_id in step_map
-        },
+        # In the order the steps ran, as a live runner adds them: rows come in the order the
+        # steps were created, and feedback is created after the step queued before it runs.
+        outputs={o.task_step.step_id: o for o in sorted(loaded, key=_ran_at)},
         queue=queue,
         completed=[step.step_id for step in completed],
         snapshots={snap.step_id: snap for snap in snapshots},

@@ -583,3 +583,24 @@ def test_a_file_from_the_first_layout_is_migrated_and_keeps_every_step(tmp_path:
     names = {n for (n,) in store._db.execute("SELECT name FROM sqlite_master")}
     assert "steps_layout_0" not in names and "steps_by_task" not in names
     SQLiteStore(old)  # Opening it again finds nothing left to migrate.
+
+
+def test_a_reloaded_task_lists_its_steps_in_the_order_they_ran(
+    store: Store, reopen: Callable[[], Store]
+) -> None:
+    """Issue 32 item 6: after feedback the cards read 8, 7, 5, 6, 4 once the task was reloaded.
+
+    The feedback step is created after the step queued before it, yet runs first.
+    """
+    runner = AgentRunner(make_worker(ScriptedLLM([CALL_ADD, ANSWER])), store=store)
+    task = runner.create_task("What is (121 * 3) + 42?")
+    runner.run_step(task.task_id)
+    runner.add_feedback(task.task_id, "Check the product first.")
+    runner.run_step(task.task_id)
+    live = runner.get_task_state(task.task_id)
+
+    for view in views(store, reopen):
+        got = view.load_task(task.task_id)
+        assert got is not None
+        assert [o.task_step.number for o in got.outputs.values()] == [1, 2, 3]
+        assert list(got.outputs) == list(live.outputs)
