@@ -18,7 +18,10 @@ from langchain_core.messages import AIMessageChunk, BaseMessage
 from langgraph.pregel import Pregel
 from langgraph.types import StateSnapshot, StateUpdate
 
+from agent_core._tokens import estimate_tokens
+from agent_core.adapters._replies import CUT_REASONS, cap_note
 from agent_core.llms.base import Usage
+from agent_core.types import StepNote
 
 __all__ = ["GraphThread", "ModelCalls", "Outcome", "as_nodes"]
 
@@ -55,6 +58,9 @@ class ModelCalls(BaseCallbackHandler):
         self.sent: list[BaseMessage] | None = None
         self.count = 0
         self.usage = Usage()
+        self.notes: list[StepNote] = []
+        self._prompts: dict[Any, int] = {}
+        """Each running call's estimated prompt tokens, by run id (for a reply with no usage)."""
 
     def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any
@@ -63,17 +69,48 @@ class ModelCalls(BaseCallbackHandler):
         self.count += 1
         if self.sent is None and messages:
             self.sent = list(messages[0])
+        sent = "".join(m.text for batch in messages for m in batch)
+        self._prompts[kwargs.get("run_id")] = estimate_tokens(sent)
 
     def on_llm_end(self, response: Any, **kwargs: Any) -> None:
-        """Add the call's token counts (LangChain's `usage_metadata`) to the step's."""
+        """Add the call's token counts to the step's; note a reply its max-tokens cap cut."""
+        prompt = self._prompts.pop(kwargs.get("run_id"), 0)
         for generations in response.generations:
             for generation in generations:
-                meta = getattr(getattr(generation, "message", None), "usage_metadata", None)
-                if meta:
-                    self.usage = self.usage + Usage(
-                        prompt_tokens=int(meta.get("input_tokens") or 0),
-                        completion_tokens=int(meta.get("output_tokens") or 0),
-                    )
+                self.usage = self.usage + _usage_of(generation, response.llm_output, prompt)
+                metadata = getattr(generation.message, "response_metadata", None) or {}
+                reason = metadata.get("finish_reason") or metadata.get("stop_reason")
+                if reason in CUT_REASONS and not self.notes:
+                    where = "the chat model's max_tokens in your graph's code"
+                    self.notes.append(cap_note(where))
+
+
+def _usage_of(generation: Any, llm_output: Any, prompt: int) -> Usage:
+    """One reply's token counts, where LangChain models report them, else an estimate.
+
+    `usage_metadata` is LangChain's standard field; models that only pass the server's own
+    `token_usage` (in the message's `response_metadata` or the result's `llm_output`) are read
+    too. A stream from a local server carries none: the counts are estimated, as marked.
+    """
+    message = getattr(generation, "message", None)
+    meta = getattr(message, "usage_metadata", None)
+    if meta:
+        return Usage(
+            prompt_tokens=int(meta.get("input_tokens") or 0),
+            completion_tokens=int(meta.get("output_tokens") or 0),
+        )
+    metadata = getattr(message, "response_metadata", None) or {}
+    for found in (metadata, llm_output if isinstance(llm_output, dict) else {}):
+        counts = found.get("token_usage") or found.get("usage")
+        if isinstance(counts, dict) and (counts.get("prompt_tokens") or counts.get("input_tokens")):
+            return Usage(
+                prompt_tokens=int(counts.get("prompt_tokens") or counts.get("input_tokens") or 0),
+                completion_tokens=int(
+                    counts.get("completion_tokens") or counts.get("output_tokens") or 0
+                ),
+            )
+    replied = getattr(generation, "text", "") or ""
+    return Usage(prompt_tokens=prompt, completion_tokens=estimate_tokens(replied), estimated=True)
 
 
 def as_nodes(values: Any, nodes: Sequence[str]) -> list[StateUpdate]:

@@ -154,6 +154,8 @@ class LangGraphWorker(BaseAgentWorker):
         self._messages = MESSAGES if MESSAGES in graph.channels else None
         self._input_keys = _input_keys(graph)
         self._models = _chat_models(graph)
+        self._streams = True
+        """False once a chat model failed on a forced stream: its replies are not streamed."""
 
     @property
     def keeps_own_conversation(self) -> str:
@@ -226,7 +228,25 @@ class LangGraphWorker(BaseAgentWorker):
     # ------------------------------------------------------------------ running a step
 
     async def arun_step(self, step: TaskStep, task: Task, **kwargs: Any) -> TaskStepOutput:
-        """Run one super-step (or record a tool call's decision; see the module's notes)."""
+        """Run one super-step (or record a tool call's decision; see the module's notes).
+
+        Streaming tokens to a watcher makes LangGraph stream every chat model. A model whose
+        server ends that stream empty (llama-cpp-python with tools) fails with LangChain's
+        "No generations found in stream": the step runs again unstreamed, from the same
+        checkpoint, and this graph's models are not streamed again.
+        """
+        try:
+            return await self._arun_step(step, task, kwargs)
+        except ValueError as error:
+            # LangChain raises a bare ValueError: its text is all that tells this case apart.
+            if not (kwargs.get("emit") and self._streams and _no_generations(error)):
+                raise
+            self._streams = False
+            return await self._arun_step(step, task, kwargs)
+
+    async def _arun_step(
+        self, step: TaskStep, task: Task, kwargs: dict[str, Any]
+    ) -> TaskStepOutput:
         record = _record_of(task)
         role = step.step_state.get(ROLE, SUPERSTEP)
         if role == CALL:
@@ -249,7 +269,8 @@ class LangGraphWorker(BaseAgentWorker):
         kwargs: dict[str, Any],
     ) -> TaskStepOutput:
         calls = ModelCalls()
-        run = GraphThread(self._graph, thread, calls=calls, tokens=_token_sink(step, kwargs))
+        tokens = _token_sink(step, kwargs) if self._streams else None
+        run = GraphThread(self._graph, thread, calls=calls, tokens=tokens)
         role = step.step_state.get(ROLE, SUPERSTEP)
         if role == CALL:
             assert self._messages is not None  # Calls wait in "messages" graphs only.
@@ -283,6 +304,7 @@ class LangGraphWorker(BaseAgentWorker):
             tool_calls=self._tool_outputs(updates, messages),
             usage=calls.usage,
             messages_sent=[from_langchain(m) for m in calls.sent or []],
+            notes=calls.notes,
         )
 
     def _steering(
@@ -538,6 +560,11 @@ def _token_sink(step: TaskStep, kwargs: dict[str, Any]) -> Callable[[str], None]
     if emit is None:
         return None
     return lambda text: emit(TokenDeltaEvent(step_id=step.step_id, delta=text))
+
+
+def _no_generations(error: ValueError) -> bool:
+    """Whether LangChain found no reply in a chat model's stream (the server sent none)."""
+    return "No generations found in stream" in str(error)
 
 
 def _record_of(task: Task) -> dict[str, Any]:
