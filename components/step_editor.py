@@ -38,6 +38,7 @@ from components.actions import show_message
 from components.memory_view import render_memory
 from components.messages import ServerKey, failed_step_text, plain, replaces_message
 from components.step_card import render_traceback
+from components.step_sampling import render_sample_control
 from components.task_images import render_thumbnails
 
 __all__ = [
@@ -507,6 +508,8 @@ def _render_text_step(ctx: _Ctx) -> None:
     _confirm_skip(ctx)
     _show_problem(ctx, "input")
     _show_problem(ctx, "note")
+    if ctx.step.kind is StepKind.LLM and ctx.human is None:
+        render_sample_control(ctx.runner, ctx.step)
 
 
 def _server_key(task_id: str) -> ServerKey | None:
