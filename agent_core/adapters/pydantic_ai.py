@@ -72,10 +72,11 @@ from agent_core.adapters._pydantic_ai_messages import (
     tool_outputs,
 )
 from agent_core.adapters._pydantic_ai_state import Batch, Call, Decision, RunRecord
+from agent_core.adapters._replies import cap_note
 from agent_core.errors import AgentCoreError, StepError, UserError
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.runtime.loop import run_sync
-from agent_core.types import StepAction, StepKind, Task, TaskStep, TaskStepOutput
+from agent_core.types import StepAction, StepKind, StepNote, Task, TaskStep, TaskStepOutput
 from agent_core.workers.base import BaseAgentWorker
 from agent_core.workers.tool_steps import call_step, queues_call, tool_call_of, tool_step_input
 
@@ -253,6 +254,7 @@ class PydanticAIWorker(BaseAgentWorker):
             thought=thought or None,
             usage=usage,
             messages_sent=sent.as_chat() if sent is not None else [],
+            notes=_cut_notes(response),
         )
 
     # ------------------------------------------------------------------ tool steps
@@ -588,6 +590,13 @@ def _describe_results(outputs: list[Any]) -> str:
     if len(outputs) == 1:
         return outputs[0].content
     return "\n".join(f"{out.tool_name}: {out.content}" for out in outputs)
+
+
+def _cut_notes(response: ModelResponse | None) -> list[StepNote]:
+    """A note when the model's max-tokens cap cut its reply (pydantic-ai's "length")."""
+    if response is None or response.finish_reason != "length":
+        return []
+    return [cap_note("model_settings={'max_tokens': ...} of the agent or its run")]
 
 
 def _copied(usage: RunUsage) -> RunUsage:

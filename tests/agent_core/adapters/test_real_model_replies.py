@@ -146,3 +146,26 @@ def test_langgraph_a_reply_cut_by_max_tokens_carries_a_note(tmp_path, server):
     assert "max_tokens" in output.notes[0].message
     streamed_output, _ = streamed(runner, "Again")
     assert [note.code for note in streamed_output.notes] == [CUT_AT_CAP]
+
+
+PYDANTIC_AI_FILE = """
+from pydantic_ai import Agent
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+model = OpenAIChatModel("m", provider=OpenAIProvider(base_url="{url}/v1", api_key="test"))
+agent = Agent(model, model_settings={{"max_tokens": 5}})
+"""
+
+
+def test_pydantic_ai_a_reply_cut_by_max_tokens_carries_a_note(tmp_path, server):
+    server.quirks.add("endless_reply")
+    project = write_project(tmp_path / "pai", {"agent.py": PYDANTIC_AI_FILE.format(url=server.url)})
+    registry = UserCodeRegistry(project=project, agents={"pai": "agent.py:agent"})
+    spec = AgentSpec.from_registry(registry, agent="pai", tools=())
+    runner = spec.build_runner(store=SQLiteStore(project / "stepwise.db"), registry=registry)
+    task = runner.create_task("Write forever")
+    output = runner.run_step(task.task_id)
+    assert output.is_last and output.output == "word " * 5
+    assert [note.code for note in output.notes] == [CUT_AT_CAP]
+    assert "max_tokens" in output.notes[0].message
