@@ -352,8 +352,8 @@ class StepNote(BaseModel):
 
     Codes: `no_tool_call` (the model was offered tools on the task's first step and answered
     in prose; some local servers ignore tools unless asked, or the model cannot call them);
-    `reply_cut_at_cap` (a framework agent's model reply ended at its max-tokens cap) and
-    `reply_cut_short` (its reply stream ended with no finish reason), both incomplete replies;
+    `reply_cut_at_cap` (a framework agent's model reply ended at its max-tokens cap: it is
+    incomplete);
     on imported tasks, `trace_span` (a span that was neither a model nor a tool call, kept as
     it was recorded) and `trace_gap` (what the trace held that could not be read).
     Faces word it from `code`; `message` is the Python API's words.
