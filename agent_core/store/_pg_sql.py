@@ -40,6 +40,9 @@ TABLES = [
     "PRIMARY KEY (task_id, step_id))",
     "CREATE TABLE IF NOT EXISTS {s}.prompts (task_id TEXT NOT NULL, step_id TEXT NOT NULL, "
     "data TEXT NOT NULL, PRIMARY KEY (task_id, step_id))",
+    # Each task's log of the messages its steps sent (`agent_core.store._prompt_log`).
+    "CREATE TABLE IF NOT EXISTS {s}.prompt_log (task_id TEXT NOT NULL, idx INTEGER NOT NULL, "
+    "data TEXT NOT NULL, PRIMARY KEY (task_id, idx))",
     "CREATE TABLE IF NOT EXISTS {s}.settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS {s}.task_ledger (key TEXT PRIMARY KEY, task_id TEXT NOT NULL, "
     "created_at TIMESTAMPTZ NOT NULL, result TEXT, finished_at TIMESTAMPTZ)",
@@ -99,6 +102,7 @@ class Statements:
     delete_task: str = (
         "WITH s AS (DELETE FROM {s}.steps WHERE task_id = %(id)s), "
         "p AS (DELETE FROM {s}.prompts WHERE task_id = %(id)s), "
+        "l AS (DELETE FROM {s}.prompt_log WHERE task_id = %(id)s), "
         "m AS (DELETE FROM {s}.messages WHERE owner = %(id)s) "
         "DELETE FROM {s}.tasks WHERE task_id = %(id)s"
     )
@@ -110,6 +114,11 @@ class Statements:
     drop_step: str = "DELETE FROM {s}.steps WHERE task_id = %s AND step_id = %s"
     drop_prompt: str = "DELETE FROM {s}.prompts WHERE task_id = %s AND step_id = %s"
     load_prompt: str = "SELECT data FROM {s}.prompts WHERE task_id = %s AND step_id = %s"
+    prompt_log_size: str = "SELECT COALESCE(MAX(idx) + 1, 0) FROM {s}.prompt_log WHERE task_id = %s"
+    read_prompt_log: str = (
+        "SELECT data FROM {s}.prompt_log WHERE task_id = %s AND idx >= %s AND idx < %s ORDER BY idx"
+    )
+    append_prompt_log: str = "INSERT INTO {s}.prompt_log (task_id, idx, data) VALUES (%s, %s, %s)"
     truncate_messages: str = "DELETE FROM {s}.messages WHERE owner = %s AND idx >= %s"
     append_message: str = "INSERT INTO {s}.messages (owner, idx, data) VALUES (%s, %s, %s)"
     read_messages: str = "SELECT data FROM {s}.messages WHERE owner = %s ORDER BY idx"

@@ -16,11 +16,10 @@ from typing import Any
 
 from agent_core.errors import ConflictError
 from agent_core.llms.base import ChatMessage
+from agent_core.store._prompt_log import PromptLog, decode_prompt, encode_prompts
 from agent_core.store._records import (
     assemble_state,
-    messages_of,
     output_record,
-    prompt_record,
     setting_record,
     summary_of,
     task_record,
@@ -45,6 +44,9 @@ class _TaskRecords:
     outputs: dict[str, str] = field(default_factory=dict)
     snapshots: dict[str, str] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)
+    prompt_log: PromptLog = field(default_factory=PromptLog)
+    """Encodes prompts as runs into `log_rows`, the task's logged messages as JSON."""
+    log_rows: list[str] = field(default_factory=list)
 
 
 def _apply_memory(messages: list[ChatMessage], write: MemoryWrite) -> None:
@@ -113,10 +115,9 @@ class InMemoryStore:
             records.snapshots[snapshot.step_id] = snapshot.model_dump_json()
         for step_id in change.dropped_snapshots:
             records.snapshots.pop(step_id, None)
-        for output in change.outputs:
-            prompt = prompt_record(output)
-            if prompt is not None:
-                records.prompts[output.task_step.step_id] = prompt
+        prompts, appended = encode_prompts(records.prompt_log, change.outputs)
+        records.prompts.update(prompts)
+        records.log_rows.extend(row for _, row in appended)
         for step_id in change.dropped_steps:
             records.steps.pop(step_id, None)
             records.outputs.pop(step_id, None)
@@ -145,8 +146,10 @@ class InMemoryStore:
         """The messages the step sent to its model ([] when none are stored)."""
         with self._lock:
             records = self._tasks.get(task_id)
-            prompt = records.prompts.get(step_id) if records else None
-        return messages_of(prompt) if prompt else []
+            if records is None or not (prompt := records.prompts.get(step_id)):
+                return []
+            rows = records.log_rows
+            return decode_prompt(prompt, lambda runs: [r for a, b in runs for r in rows[a:b]])
 
     def task_version(self, task_id: str) -> int | None:
         """The task's version, or None."""

@@ -25,12 +25,11 @@ from agent_core.errors import ConflictError, StoreError, StoreUnavailableError
 from agent_core.extras import require
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.store._pg_sql import LAYOUT_VERSION, TABLES, Statements
+from agent_core.store._prompt_log import PromptLog, PromptLogs, decode_prompt, encode_prompts
 from agent_core.store._records import (
     assemble_state,
     damaged_summary,
-    messages_of,
     output_record,
-    prompt_record,
     setting_record,
     task_record,
 )
@@ -102,6 +101,7 @@ class PostgresStore:
         self.where = f"{masked_url(url)} (schema {schema})"
         self._sql = Statements.in_schema(schema)
         self._listeners = CommitListeners()
+        self._prompt_logs = PromptLogs()
         self._timeout = timeout
         self._pool = ConnectionPool(
             self._connect, max_size=max_connections, timeout=timeout, where=self.where
@@ -202,6 +202,15 @@ class PostgresStore:
         before COMMIT, so a moved-on task rolls everything back.
         """
         task_id = change.state.task_id
+        try:
+            self._commit(change)
+        except BaseException:
+            self._prompt_logs.drop(task_id)  # It may hold what was rolled back.
+            raise
+        self._listeners.tell(change.state)
+
+    def _commit(self, change: TaskChange) -> None:
+        task_id = change.state.task_id
         with self._pool.connection() as conn:
             try:
                 with conn.pipeline() as pipeline, conn.transaction():
@@ -226,7 +235,6 @@ class PostgresStore:
                     raise self._unavailable(exc) from exc
                 what = f"write task {task_id} to"
                 raise StoreError(_cannot(what, self.where, exc), task_id=task_id) from exc
-        self._listeners.tell(change.state)
 
     def add_commit_listener(self, listener: CommitListener) -> Callable[[], None]:
         """Hear each commit of this store object (see `Store.add_commit_listener`)."""
@@ -310,19 +318,39 @@ class PostgresStore:
             ]
             if rest:
                 cursor.executemany(statement, rest)
-        prompts = [
-            (task_id, o.task_step.step_id, prompt)
-            for o in change.outputs
-            if (prompt := prompt_record(o)) is not None
-        ]
-        if prompts:
-            cursor.executemany(self._sql.upsert_prompt, prompts)
+        self._write_prompts(conn, task_id, change)
         if change.dropped_steps:
             dropped = [(task_id, i) for i in change.dropped_steps]
             cursor.executemany(self._sql.drop_step, dropped)
             cursor.executemany(self._sql.drop_prompt, dropped)
         if change.memory is not None:
             self._write_messages(cursor, task_id, change.memory)
+
+    def _write_prompts(self, conn: Any, task_id: str, change: TaskChange) -> None:
+        """Each sent prompt as runs into the task's log, and the messages the log gains."""
+        if not any(o.messages_sent for o in change.outputs):
+            return
+        prompts, appended = encode_prompts(self._prompt_log(conn, task_id), change.outputs)
+        cursor = conn.cursor()
+        if appended:
+            rows = [(task_id, idx, data) for idx, data in appended]
+            cursor.executemany(self._sql.append_prompt_log, rows)
+        rows = [(task_id, step_id, record) for step_id, record in prompts]
+        cursor.executemany(self._sql.upsert_prompt, rows)
+
+    def _prompt_log(self, conn: Any, task_id: str) -> PromptLog:
+        """The task's log as stored now (read inside the commit, after the task's row lock)."""
+        (size,) = conn.execute(self._sql.prompt_log_size, (task_id,)).fetchone()
+        log = self._prompt_logs.get(task_id)
+        if log is None or len(log.messages) > size:
+            log = PromptLog()
+        if len(log.messages) < size:
+            rows = conn.execute(
+                self._sql.read_prompt_log, (task_id, len(log.messages), size)
+            ).fetchall()
+            log.extend(ChatMessage.model_validate_json(data) for (data,) in rows)
+        self._prompt_logs.put(task_id, log)
+        return log
 
     def _write_messages(self, cursor: Any, owner: str, write: MemoryWrite) -> None:
         if write.truncate:
@@ -358,7 +386,17 @@ class PostgresStore:
         """The messages the step sent to its model ([] when none are stored)."""
         with self._reading(f"the prompt of step {step_id}") as conn:
             row = conn.execute(self._sql.load_prompt, (task_id, step_id)).fetchone()
-        return messages_of(row[0]) if row else []
+            if row is None:
+                return []
+            return decode_prompt(row[0], lambda runs: self._read_log(conn, task_id, runs))
+
+    def _read_log(self, conn: Any, task_id: str, runs: list[tuple[int, int]]) -> list[str]:
+        """The JSON of the logged messages in `runs`, in order."""
+        rows: list[str] = []
+        for start, end in runs:
+            cursor = conn.execute(self._sql.read_prompt_log, (task_id, start, end))
+            rows += [data for (data,) in cursor]
+        return rows
 
     def task_version(self, task_id: str) -> int | None:
         """The task's current version, or None."""
@@ -377,6 +415,7 @@ class PostgresStore:
         with self._transaction(f"delete task {task_id} from", task_id) as conn:
             conn.execute(self._sql.lock_task, (task_id,))  # The task row first, as commits.
             deleted = conn.execute(self._sql.delete_task, {"id": task_id}).rowcount
+        self._prompt_logs.drop(task_id)
         return deleted > 0
 
     def load_conversation(self, conversation_id: str) -> list[ChatMessage]:

@@ -8,6 +8,7 @@ committed; the step it was running stays `running` in the file and is re-runnabl
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
@@ -20,12 +21,12 @@ from typing import Any
 
 from agent_core.errors import ConflictError, StoreError
 from agent_core.llms.base import ChatMessage, Usage
+from agent_core.store._blobs import pack, unpack
+from agent_core.store._prompt_log import PromptLog, PromptLogs, decode_prompt, encode_prompts
 from agent_core.store._records import (
     assemble_state,
     damaged_summary,
-    messages_of,
     output_record,
-    prompt_record,
     setting_record,
     task_record,
 )
@@ -70,6 +71,13 @@ _PROMPTS_SCHEMA = [
     "data TEXT NOT NULL, PRIMARY KEY (task_id, step_id)) WITHOUT ROWID",
 ]
 
+# Each task's log of the messages its steps sent, each once (`agent_core.store._prompt_log`):
+# a prompt row written since layout 5 is a few runs into it. Large values are zlib BLOBs.
+_PROMPT_LOG_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS prompt_log (task_id TEXT NOT NULL, idx INTEGER NOT NULL, "
+    "data NOT NULL, PRIMARY KEY (task_id, idx)) WITHOUT ROWID",
+]
+
 # An app's settings that are not secret (its model, a server's address, prices), as JSON.
 _SETTINGS_SCHEMA = [
     "CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL) "
@@ -86,13 +94,21 @@ _LEDGER_SCHEMA = [
     "WHERE finished_at IS NOT NULL",
 ]
 
-_SCHEMA = [*_TABLES, *_STEPS_SCHEMA, *_SETTINGS_SCHEMA, *_PROMPTS_SCHEMA, *_LEDGER_SCHEMA]
+_SCHEMA = [
+    *_TABLES,
+    *_STEPS_SCHEMA,
+    *_SETTINGS_SCHEMA,
+    *_PROMPTS_SCHEMA,
+    *_LEDGER_SCHEMA,
+    *_PROMPT_LOG_SCHEMA,
+]
 
-_LAYOUT_VERSION = 4
+_LAYOUT_VERSION = 5
 """`PRAGMA user_version` of the current layout. Layout 0 keyed steps by `step_id` (with a second
 index by task): three B-trees to touch per new step instead of two. Layout 1 had no settings
-table, layout 2 no prompts table, layout 3 no task ledger. Older code opens a newer file
-unchanged: each only adds a table."""
+table, layout 2 no prompts table, layout 3 no task ledger, layout 4 no prompt log (its prompt rows
+hold whole prompts, and still read as they are; step outputs were never compressed). Older
+code opens a newer file, but cannot read the prompts or compressed outputs written since."""
 
 _LEDGER_LAYOUT = 4
 """The first layout with a task ledger."""
@@ -166,6 +182,7 @@ class SQLiteStore:
             raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
         self._lock = threading.Lock()
         self._listeners = CommitListeners()
+        self._prompt_logs = PromptLogs()
 
     def add_commit_listener(self, listener: CommitListener) -> Callable[[], None]:
         """Hear each commit of this store object (see `Store.add_commit_listener`)."""
@@ -240,6 +257,15 @@ class SQLiteStore:
     def commit(self, change: TaskChange) -> None:
         """Write `change` in one transaction, if the task is still at `change.base_version`."""
         state = change.state
+        try:
+            self._commit(change)
+        except BaseException:
+            self._prompt_logs.drop(state.task_id)  # It may hold what was rolled back.
+            raise
+        self._listeners.tell(state)
+
+    def _commit(self, change: TaskChange) -> None:
+        state = change.state
         with self._transaction() as db:
             try:
                 written = self._write_task_row(db, change)
@@ -252,7 +278,6 @@ class SQLiteStore:
                 raise self._conflict(db, state.task_id, change.base_version) from None
             except sqlite3.Error as exc:
                 raise StoreError(_cannot(f"write task {state.task_id} to", self.path, exc)) from exc
-        self._listeners.tell(state)
 
     @staticmethod
     def _conflict(db: sqlite3.Connection, task_id: str, expected: int | None) -> ConflictError:
@@ -304,7 +329,7 @@ class SQLiteStore:
 
     def _write_rows(self, db: sqlite3.Connection, change: TaskChange) -> None:
         task_id = change.state.task_id
-        outputs = {o.task_step.step_id: output_record(o) for o in change.outputs}
+        outputs = {o.task_step.step_id: pack(output_record(o)) for o in change.outputs}
         snapshots = {s.step_id: s.model_dump_json() for s in change.snapshots}
         snapshots.update((step_id, "") for step_id in change.dropped_snapshots)
         rows = [
@@ -330,19 +355,49 @@ class SQLiteStore:
                 db.executemany(
                     f"UPDATE steps SET {column} = ? WHERE task_id = ? AND step_id = ?", rest
                 )
-        prompts = [
-            (task_id, o.task_step.step_id, prompt)
-            for o in change.outputs
-            if (prompt := prompt_record(o)) is not None
-        ]
-        if prompts:
-            db.executemany("INSERT OR REPLACE INTO prompts VALUES (?, ?, ?)", prompts)
+        self._write_prompts(db, task_id, change)
         if change.dropped_steps:
             dropped = [(task_id, i) for i in change.dropped_steps]
             db.executemany("DELETE FROM steps WHERE task_id = ? AND step_id = ?", dropped)
             db.executemany("DELETE FROM prompts WHERE task_id = ? AND step_id = ?", dropped)
         if change.memory is not None:
             self._write_messages(db, task_id, change.memory)
+
+    def _write_prompts(self, db: sqlite3.Connection, task_id: str, change: TaskChange) -> None:
+        """Each sent prompt as runs into the task's log, and the messages the log gains."""
+        if not any(o.messages_sent for o in change.outputs):
+            return
+        log = self._prompt_log(db, task_id)
+        prompts, appended = encode_prompts(log, change.outputs)
+        db.executemany(
+            "INSERT INTO prompt_log (task_id, idx, data) VALUES (?, ?, ?)",
+            [(task_id, idx, pack(data)) for idx, data in appended],
+        )
+        db.executemany(
+            "INSERT OR REPLACE INTO prompts VALUES (?, ?, ?)",
+            [(task_id, step_id, record) for step_id, record in prompts],
+        )
+
+    def _prompt_log(self, db: sqlite3.Connection, task_id: str) -> PromptLog:
+        """The task's log as stored now: this object's copy, read on from where it stopped.
+
+        The log only grows (until the task is deleted), and another process may have added
+        to it: this runs inside the write transaction, so what it reads stays true.
+        """
+        (size,) = db.execute(
+            "SELECT COALESCE(MAX(idx) + 1, 0) FROM prompt_log WHERE task_id = ?", (task_id,)
+        ).fetchone()
+        log = self._prompt_logs.get(task_id)
+        if log is None or len(log.messages) > size:
+            log = PromptLog()
+        if len(log.messages) < size:
+            rows = db.execute(
+                "SELECT data FROM prompt_log WHERE task_id = ? AND idx >= ? ORDER BY idx",
+                (task_id, len(log.messages)),
+            ).fetchall()
+            log.extend(ChatMessage.model_validate_json(unpack(data)) for (data,) in rows)
+        self._prompt_logs.put(task_id, log)
+        return log
 
     @staticmethod
     def _write_messages(db: sqlite3.Connection, owner: str, write: MemoryWrite) -> None:
@@ -376,7 +431,23 @@ class SQLiteStore:
             row = self._db.execute(
                 "SELECT data FROM prompts WHERE task_id = ? AND step_id = ?", (task_id, step_id)
             ).fetchone()
-        return messages_of(row[0]) if row else []
+            if row is None:
+                return []
+            return decode_prompt(row[0], functools.partial(self._read_log, task_id))
+
+    def _read_log(self, task_id: str, runs: list[tuple[int, int]]) -> list[str]:
+        """The JSON of the logged messages in `runs`, in order (under the lock)."""
+        rows: list[str] = []
+        for start, end in runs:
+            rows += [
+                unpack(data)
+                for (data,) in self._db.execute(
+                    "SELECT data FROM prompt_log WHERE task_id = ? AND idx >= ? AND idx < ? "
+                    "ORDER BY idx",
+                    (task_id, start, end),
+                )
+            ]
+        return rows
 
     def load_task(self, task_id: str) -> TaskState | None:
         """The stored task, rebuilt from its rows (one consistent read)."""
@@ -412,7 +483,7 @@ class SQLiteStore:
             version=row[3],
             messages=self._read_messages(task_id),
             steps=[TaskStep.model_validate_json(data) for _, data, _, _ in rows],
-            outputs=[(sid, output) for sid, _, output, _ in rows if output],
+            outputs=[(sid, unpack(output)) for sid, _, output, _ in rows if output],
             snapshots=[
                 StepSnapshot.model_validate_json(snapshot) for _, _, _, snapshot in rows if snapshot
             ],
@@ -445,7 +516,9 @@ class SQLiteStore:
             deleted = db.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,)).rowcount
             db.execute("DELETE FROM steps WHERE task_id = ?", (task_id,))
             db.execute("DELETE FROM prompts WHERE task_id = ?", (task_id,))
+            db.execute("DELETE FROM prompt_log WHERE task_id = ?", (task_id,))
             db.execute("DELETE FROM messages WHERE owner = ?", (task_id,))
+        self._prompt_logs.drop(task_id)
         return deleted > 0
 
     def load_conversation(self, conversation_id: str) -> list[ChatMessage]:

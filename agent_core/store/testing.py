@@ -376,6 +376,26 @@ class StoreConformance:
         assert ("user", QUESTION) in _contents(sent)
         assert other.load_messages_sent(task_id, "no-such-step") == []
 
+    def test_every_prompt_reads_back_exactly_across_undo_and_writers(
+        self, store: Store, other: Store
+    ) -> None:
+        """Every step's prompt reads back as sent: repeated texts, undo, and a second writer.
+
+        Prompts are stored as runs into the task's log of messages; each store object keeps a
+        copy of the log, which must follow what the other wrote.
+        """
+        llm = ScriptedLLM([CALL_ADD] * 9)
+        first, second = _runner(store, llm), _runner(other, llm)
+        task_id = first.create_task(QUESTION).task_id
+        ran = [first.run_step(task_id).task_step.step_id for _ in range(3)]
+        first.undo_step(task_id, steps=2)
+        ran += [first.run_step(task_id).task_step.step_id for _ in range(2)]
+        ran += [second.run_step(task_id).task_step.step_id for _ in range(2)]
+        ran += [first.run_step(task_id).task_step.step_id]  # It reloads, then writes on.
+        assert len(llm.requests) == len(ran)
+        for each in (store, other):
+            assert [each.load_messages_sent(task_id, s) for s in ran] == llm.requests
+
     def test_list_tasks_is_newest_first_with_counts_and_status(
         self, store: Store, other: Store
     ) -> None:
