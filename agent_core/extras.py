@@ -39,6 +39,7 @@ EXTRAS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "pydantic-ai": ("pydantic_ai",),
         "openai-agents": ("agents",),
         "langgraph": ("langgraph",),
+        "llama-index": ("llama_index.core",),
         "mcp": ("mcp",),
     }
 )

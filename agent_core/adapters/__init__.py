@@ -1,4 +1,4 @@
-"""Other frameworks' agents as Stepwise workers: pydantic-ai, the OpenAI Agents SDK, LangGraph.
+"""Other frameworks' agents as Stepwise workers: pydantic-ai, OpenAI Agents, LangGraph, LlamaIndex.
 
 An `--agent NAME=TARGET` whose object is one of these frameworks' agents is recognised here
 by its type, without importing any framework (the object's class names its module), and
@@ -6,11 +6,13 @@ wrapped by that framework's adapter, a `BaseAgentWorker` imported only when used
 
 - `agent_core.adapters.pydantic_ai`: a pydantic-ai `Agent` (`stepwise[pydantic-ai]`);
 - `agent_core.adapters.openai_agents`: an OpenAI Agents SDK `Agent` (`stepwise[openai-agents]`);
-- `agent_core.adapters.langgraph`: a compiled LangGraph graph (`stepwise[langgraph]`).
+- `agent_core.adapters.langgraph`: a compiled LangGraph graph (`stepwise[langgraph]`);
+- `agent_core.adapters.llama_index`: a LlamaIndex agent workflow (`FunctionAgent`,
+  `ReActAgent`, `AgentWorkflow`; `stepwise[llama-index]`).
 
 Each adapter keeps the framework's own state (its message history, its input list, its
-checkpoint) as JSON in `task.extra_state`, so undo, a restart and steering work as for the
-built-in workers.
+checkpoint, its workflow Context) as JSON in `task.extra_state`, so undo, a restart and
+steering work as for the built-in workers.
 """
 
 from __future__ import annotations
@@ -69,6 +71,15 @@ FRAMEWORKS: tuple[Framework, ...] = (
                 "a StateGraph is a builder: point the target at the compiled graph "
                 "(graph = builder.compile()), without a checkpointer of your own",
             ),
+        ),
+    ),
+    Framework(
+        name="llama-index",
+        extra="llama-index",
+        adapter="agent_core.adapters.llama_index",
+        classes=(
+            ("llama_index.core.agent.workflow", "BaseWorkflowAgent"),
+            ("llama_index.core.agent.workflow", "AgentWorkflow"),
         ),
     ),
 )
