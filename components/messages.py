@@ -507,7 +507,9 @@ _CAUSES: dict[str, Callable[[_Error], str]] = {
         "running. Press Run step to try again, or Reload my code if it hangs"
     ),
     "max_iterations": lambda e: (
-        f"the agent took its limit of {plural(e.param('limit', int) or 0, 'reasoning step')} "
+        # A framework counts its own bound (`unit`: "model request", "turn").
+        f"the agent took its limit of "
+        f"{plural(e.param('limit', int) or 0, e.param('unit', str) or 'reasoning step')} "
         "without an answer"
     ),
     "limit_reached": lambda e: _spent(e),

@@ -14,7 +14,7 @@ import streamlit as st
 
 from agent_core import ParallelAgentRunner
 from agent_core.spec import AgentSpec
-from agent_core.types import TaskState, TaskStatus
+from agent_core.types import StepKind, TaskState, TaskStatus
 from components import task_version
 from components.messages import cost_text, plural
 from components.task_origin import framework_of_task
@@ -35,10 +35,21 @@ class Limits:
     max_tokens: int | None
     cost_used: float | None
     max_cost_usd: float | None
+    unit: str = "reasoning step"
+    """What `max_iterations` counts: a framework counts its own (model requests, turns)."""
+    setting: str = ""
+    """The framework's own name for the bound ("pydantic-ai's request_limit"), if any."""
 
 
 _COUNTING_WORKERS = ("react", "multimodal_react", "function_calling")
 """The built-in workers that count reasoning steps against `max_iterations`."""
+
+_FRAMEWORK_BOUNDS = {
+    # The framework's own bound, which the task's `max_iterations` replaces (the adapters
+    # apply it), with its default; one model step of the task is one of what it counts.
+    "pydantic-ai": ("model request", 50, "pydantic-ai's request_limit"),
+    "OpenAI Agents SDK": ("turn", 10, "the Agents SDK's max_turns"),
+}
 
 
 def _worker_bound(runner: ParallelAgentRunner, spec: AgentSpec) -> int | None:
@@ -53,14 +64,13 @@ def limits_of(task_state: TaskState, runner: ParallelAgentRunner, spec: AgentSpe
     """The task's bounds: the person's where set, else its agent's own."""
     task = task_state.task
     own = task.limits
-    bound = own.max_iterations if own.max_iterations is not None else _worker_bound(runner, spec)
-    if task.imported or framework_of_task(task):  # Its agent counts no reasoning steps.
-        bound = None
-    used = task.extra_state.get("iterations")
+    bound, used, unit, setting = _steps_bound(task_state, runner, spec)
     counted = isinstance(used, int) and not isinstance(used, bool)
     return Limits(
         iterations_used=used if counted else (0 if bound is not None else None),
         max_iterations=bound,
+        unit=unit,
+        setting=setting,
         tokens_used=task.usage.total_tokens,
         max_tokens=own.max_tokens,
         cost_used=task.usage.cost_usd,  # $0 for the demo model and typed replies.
@@ -68,11 +78,29 @@ def limits_of(task_state: TaskState, runner: ParallelAgentRunner, spec: AgentSpe
     )
 
 
+def _steps_bound(
+    task_state: TaskState, runner: ParallelAgentRunner, spec: AgentSpec
+) -> tuple[int | None, Any, str, str]:
+    """The bound on the task's steps, what it used, what it counts, and a framework's name."""
+    task = task_state.task
+    own = task.limits.max_iterations
+    framework = framework_of_task(task)
+    if task.imported or (framework and framework not in _FRAMEWORK_BOUNDS):
+        return None, None, "reasoning step", ""  # Nothing of it counts against a bound.
+    if framework:
+        unit, default, setting = _FRAMEWORK_BOUNDS[framework]
+        bound = own or getattr(runner.agent_worker, "max_turns", default)
+        used = sum(task_state.steps[s].kind is StepKind.LLM for s in task_state.completed)
+        return bound, used, unit, setting
+    bound = own if own is not None else _worker_bound(runner, spec)
+    return bound, task.extra_state.get("iterations"), "reasoning step", ""
+
+
 def limits_text(limits: Limits) -> str:
     """The bounds in one line: "Limits: 10 / 10 reasoning steps · 1,204 tokens (no bound)..."."""
     parts = []
     if limits.max_iterations is not None and limits.iterations_used is not None:
-        steps = plural(limits.max_iterations, "reasoning step")
+        steps = plural(limits.max_iterations, limits.unit)
         parts.append(f"{limits.iterations_used:,} / {steps}")
     tokens = plural(limits.tokens_used, "token")
     bound = f"{limits.max_tokens:,}" if limits.max_tokens is not None else _NO_BOUND
@@ -129,12 +157,13 @@ def render_limits_button(
         with st.form("limits-form", border=False):
             if limits.max_iterations is not None:
                 st.number_input(
-                    "Reasoning steps the task may take",
+                    f"{limits.unit.capitalize()}s the task may take",
                     min_value=1,
                     max_value=100_000,
                     value=limits.max_iterations,
                     step=5,
                     key=_ITERATIONS,
+                    help=f"This task's {limits.setting}." if limits.setting else None,
                 )
             st.number_input(
                 "Tokens the task may spend",

@@ -135,15 +135,18 @@ class RunRecord:
     """Feedback a tool step found in memory, kept for the next model request."""
     from_thread: bool = False
     """The history began with a thread's earlier turns, which carry no system prompt."""
+    request_limit: int | None = None
+    """The task's bound on model requests (`Task.limits.max_iterations`; not stored here)."""
 
     @classmethod
     def load(cls, task: Task) -> RunRecord:
         """The record in `task.extra_state` (an empty one before the first step)."""
         data = task.extra_state.get(STATE_KEY)
         if not data:
-            return cls()
+            return cls(request_limit=task.limits.max_iterations)
         batch = data.get("batch")
         return cls(
+            request_limit=task.limits.max_iterations,
             messages=ModelMessagesTypeAdapter.validate_python(data["messages"]),
             usage=_USAGE.validate_python(data["usage"]),
             batch=Batch.from_json(batch) if batch else None,

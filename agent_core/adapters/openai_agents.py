@@ -104,6 +104,7 @@ from agent_core.events import (
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.llms.pricing import PriceTable
 from agent_core.runtime.breakpoints import HOLD_TOOL
+from agent_core.runtime.limits import iteration_limit
 from agent_core.types import StepAction, StepKind, Task, TaskStep, TaskStepOutput, ToolOutput
 from agent_core.workers.base import BaseAgentWorker
 from agent_core.workers.tool_steps import edit_note, tool_call_of, tool_step_input
@@ -235,12 +236,15 @@ class OpenAIAgentsWorker(BaseAgentWorker):
         )
         if stop:  # The agent's tool_use_behavior ends the run on a tool's result.
             return await self._finish(step, agent, final, context, fed.items)
-        if state["turns"] >= self.max_turns:
+        limit = iteration_limit(task.limits, self.max_turns)  # The task's, once a person set it.
+        if state["turns"] >= limit:
             raise StepError(
-                f"the agent reached the Agents SDK's max_turns={self.max_turns} without a final "
-                "output; undo and steer it, or build the worker with a higher max_turns",
+                f"the agent reached its max_turns={limit} without a final output; raise the "
+                "task's limit (set_limits(task_id, max_iterations=...), the app's Limits) and "
+                "run the step again",
+                remedy="raise_limits",
                 code="max_iterations",
-                params={"limit": self.max_turns},
+                params={"limit": limit, "unit": "turn"},
             )
         await self._start_agent(agent, state, context, fed)
         response, sent = await self._ask_model(agent, turn, fed, context, step, kwargs.get("emit"))

@@ -63,6 +63,7 @@ from pydantic_ai.usage import RunUsage
 from pydantic_core import to_jsonable_python
 from pydantic_graph import End
 
+from agent_core.adapters._pydantic_ai_limits import limited, usage_limits
 from agent_core.adapters._pydantic_ai_messages import (
     PreviewStop,
     RequestCapture,
@@ -329,14 +330,16 @@ class PydanticAIWorker(BaseAgentWorker):
             capabilities.append(ReinjectSystemPrompt())
         if capture is not None:
             capabilities.append(capture)
-        return self.agent.iter(
+        run = self.agent.iter(
             prompt if record.pending_request is None else None,
             message_history=list(record.messages),
             deferred_tool_results=results,
             usage=_copied(record.usage),
+            usage_limits=usage_limits(record.request_limit),
             capabilities=capabilities or None,
             infer_name=False,
         )
+        return limited(run, request_limit=record.request_limit)
 
     def _settle(
         self,

@@ -433,6 +433,8 @@ def test_a_step_stored_before_codes_shows_its_general_advice() -> None:
     ("code", "params", "words"),
     [
         ("max_iterations", {"limit": 10}, "limit of 10 reasoning steps"),
+        # Issue 32 item 2: pydantic-ai's request_limit, lifted with the Limits button.
+        ("max_iterations", {"limit": 50, "unit": "model request"}, "50 model requests"),
         ("script_exhausted", {"replies": 2}, "run out of scripted replies"),
         ("human_reply_needed", {}, "you are the model here"),
         ("step_stopped", {}, "You stopped this step"),

@@ -48,6 +48,7 @@ def test_a_framework_task_is_not_called_the_demo_model(app: AppTest, db_path: Pa
     header = _captions(app)
     assert "Model: the pydantic-ai agent's own" in header and DEMO not in header
     assert "reasoning step" not in header
+    assert "0 / 50 model requests" in header  # Issue 32 item 2: its request_limit, raisable.
 
 
 def test_an_imported_task_says_where_it_came_from(app: AppTest, db_path: Path) -> None:

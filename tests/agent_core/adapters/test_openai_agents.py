@@ -698,3 +698,22 @@ def test_the_example_agent_runs_with_an_approved_save(tmp_path, monkeypatch, ser
     assert names == ["Note taker turn 1", "word_count", "Note taker turn 2", "save_note"]
     assert (tmp_path / "notes" / "count.md").read_text() == "# Count\n\none two three\n"
     assert out.output == "Saved count.md."
+
+
+def test_the_tasks_limits_bound_the_turns_and_raising_them_goes_on(project, server):
+    """Issue 32 item 2: max_turns was the worker's alone; the task's Limits now lift it."""
+    server.script(Reply(tool_calls=[call("add", "c1", a=1, b=1)]), Reply(text="2."))
+    runner = build(project)
+    task = runner.create_task("1+1?")
+    runner.set_limits(task.task_id, max_iterations=1)
+    runner.run_step(task.task_id)
+    runner.run_step(task.task_id)  # The add call.
+
+    with pytest.raises(StepError) as caught:
+        runner.run_step(task.task_id)  # Turn 2 would pass the bound.
+    cause = caught.value.__cause__
+    assert isinstance(cause, StepError) and cause.code == "max_iterations"
+    assert (cause.remedy, cause.params) == ("raise_limits", {"limit": 1, "unit": "turn"})
+
+    runner.set_limits(task.task_id, max_iterations=2)
+    assert runner.run_step(task.task_id).output == "2."

@@ -578,3 +578,23 @@ def test_a_task_that_continues_a_thread_sends_its_earlier_question_and_answer(pr
         ["The answer is 50."],
         ["And plus one?"],
     ]
+
+
+def test_the_tasks_limits_bound_the_model_requests_and_raising_them_goes_on(project, tmp_path):
+    """Issue 32 item 2: pydantic-ai's request_limit stopped a task, and nothing lifted it."""
+    runner = _runner(project, tmp_path / "s.db")
+    task = runner.create_task(QUESTION)
+    runner.set_limits(task.task_id, max_iterations=1)
+    runner.run_step(task.task_id)  # Request 1, then the add step.
+    runner.run_step(task.task_id)
+
+    with pytest.raises(StepError) as caught:
+        runner.run_step(task.task_id)  # Request 2 would pass the bound.
+    cause = caught.value.__cause__
+    assert isinstance(cause, StepError) and cause.code == "max_iterations"
+    assert cause.remedy == "raise_limits"
+    assert cause.params == {"limit": 1, "unit": "model request"}
+
+    runner.set_limits(task.task_id, max_iterations=3)
+    asks = runner.run_step(task.task_id)
+    assert asks.task_step.name == "model request" and asks.task_step.number == 3
