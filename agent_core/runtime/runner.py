@@ -1207,9 +1207,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
                     code="step_running",
                 )
             change = TaskChange(state=state, base_version=state.version)
-            undone = state.steps[state.completed[-1]]
-            for _ in range(steps):
-                undone = undo.undo_last(state, change)
+            undone = undo.undo_steps(state, change, steps)
             if state.task.status is TaskStatus.FAILED:
                 state.task.status = TaskStatus.ACTIVE
             self._commit(state, change)

@@ -25,13 +25,34 @@ from agent_core.types import (
     short_id,
 )
 
-__all__ = ["link_feedback", "memory_write", "undo_last"]
+__all__ = ["link_feedback", "memory_write", "undo_last", "undo_steps"]
 
 logger = logging.getLogger(__name__)
 
 
 def undo_last(state: TaskState, change: TaskChange) -> TaskStep:
     """Undo the task's last completed step, recording what changed in `change`; return it."""
+    return undo_steps(state, change, 1)
+
+
+def undo_steps(state: TaskState, change: TaskChange, count: int) -> TaskStep:
+    """Undo the task's last `count` completed steps into `change`; return the last undone.
+
+    The steps each undo touched are gathered once, at the end: gathering them after each
+    made undoing half of a long task (a fork) quadratic in its steps.
+    """
+    touched = {s.step_id: s for s in change.steps}
+    step = None
+    for _ in range(count):
+        step, steps = _undo_one(state, change)
+        touched.update((s.step_id, s) for s in steps)
+    change.steps = [s for s in touched.values() if s.step_id in state.steps]
+    if step is None:
+        raise ValueError("count must be at least 1")
+    return step
+
+
+def _undo_one(state: TaskState, change: TaskChange) -> tuple[TaskStep, list[TaskStep]]:
     step_id = state.completed.pop()
     step = state.steps[step_id]
     snapshot = state.snapshots.pop(step_id)
@@ -54,9 +75,8 @@ def undo_last(state: TaskState, change: TaskChange) -> TaskStep:
         touched = _unlink_feedback(state, step)
     else:
         touched = _requeue(state, step, change)
-    _record(change, state, [step, *touched])
     telemetry_hooks.step_undone(state, step, change)
-    return step
+    return step, [step, *touched]
 
 
 def _requeue(state: TaskState, step: TaskStep, change: TaskChange) -> list[TaskStep]:
@@ -113,12 +133,6 @@ def _unlink_feedback(state: TaskState, feedback: TaskStep) -> list[TaskStep]:
             queued.prev_step_ids.remove(feedback.step_id)
             touched.append(queued)
     return touched
-
-
-def _record(change: TaskChange, state: TaskState, steps: list[TaskStep]) -> None:
-    by_id = {s.step_id: s for s in change.steps}
-    by_id.update({s.step_id: s for s in steps})
-    change.steps = [s for s in by_id.values() if s.step_id in state.steps]
 
 
 def memory_write(snapshot: StepSnapshot, memory: ChatMemoryBuffer) -> MemoryWrite:
