@@ -222,14 +222,13 @@ async def run_once(
                 break
             else:
                 _note(event, outcome, on_delta if sent_go else None)
-        if outcome.stopped or handler.done():
+        if outcome.stopped:
             outcome.result = await handler
-            outcome.stopped = True
             return outcome
         outcome.context, outcome.memory = await _save(handler.ctx)
         return outcome
     finally:
-        if not handler.done():
+        if not outcome.stopped:
             await handler.cancel_run()
 
 
