@@ -183,8 +183,8 @@ def fork_state(original: TaskState, step_id: str, *, agent: ForkAgent | None = N
     later = original.completed[original.completed.index(step_id) + 1 :]
     undone_after = _undone_after(original, step_id)
     change = TaskChange(state=fork, base_version=None)
-    for _ in later:
-        undo.undo_last(fork, change)
+    if later:
+        undo.undo_steps(fork, change, len(later))
     _drop(fork, {ids[s] for s in [*later, *undone_after]})
     _rebranch(fork)
     _unedit(fork)
@@ -199,14 +199,16 @@ def _undone_after(original: TaskState, step_id: str) -> list[str]:
     A step that follows `step_id` (or one of its followers) in the DAG ran after it; an undone
     step elsewhere was undone before `step_id` ran, and is history the fork shares.
     """
-    after = {step_id}
-    grew = True
-    while grew:
-        grew = False
-        for step in original.steps.values():
-            if step.step_id not in after and after.intersection(step.prev_step_ids):
-                after.add(step.step_id)
-                grew = True
+    followers: dict[str, list[str]] = {}
+    for step in original.steps.values():
+        for prev in step.prev_step_ids:
+            followers.setdefault(prev, []).append(step.step_id)
+    after, frontier = {step_id}, [step_id]
+    while frontier:  # Each step once: a long task's fork stays linear in its steps.
+        for follower in followers.get(frontier.pop(), []):
+            if follower not in after:
+                after.add(follower)
+                frontier.append(follower)
     return [s for s in after if original.steps[s].status is StepStatus.UNDONE]
 
 
