@@ -1,8 +1,10 @@
-"""The app's database: one store shared by every session for the life of the server.
+"""The app's database: one `Host` (agent_core.host) shared by every session for the server's life.
 
-Both the runtime (its runners) and the saved settings (`components.state`) read it; it lives
-apart from both so neither imports the other to reach it. `$STEPWISE_DB` names it: a SQLite
-file (the default, ./stepwise.db) or a team's `postgresql://` URL (`open_store`).
+Both the runtime (its runners) and the saved settings (`components.state`) read its store; it
+lives apart from both so neither imports the other to reach it. `$STEPWISE_DB` names it: a
+SQLite file (the default, ./stepwise.db) or a team's `postgresql://` URL. The host hears the
+other processes on it (`stepwise serve`, a user's attached program): their commits, and the
+app's Stop for a step one of them runs.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from agent_core.errors import AgentCoreError
-from agent_core.store.open import DB_ENV, DEFAULT_DB, masked_target, open_store
+from agent_core.host import DB_ENV, DEFAULT_DB, Host, masked_target
 
 if TYPE_CHECKING:
     from agent_core.store import PostgresStore, SQLiteStore
@@ -25,6 +27,7 @@ __all__ = [
     "DEFAULT_DB",
     "database_label",
     "render_database_down",
+    "shared_host",
     "shared_store",
     "when_database_answers",
 ]
@@ -34,10 +37,16 @@ DATABASE_DOWN = "store_unavailable"
 
 
 # No cached function shows Streamlit's default spinner: it names the function, an internal name.
-@st.cache_resource(show_spinner=False)
+# Released (a cache cleared, the server stopping): its change feed and store are closed.
+@st.cache_resource(show_spinner=False, on_release=lambda host: host.close())
+def shared_host() -> Host:
+    """The app's host over $STEPWISE_DB (a SQLite path or a PostgreSQL URL; ./stepwise.db)."""
+    return Host()
+
+
 def shared_store() -> SQLiteStore | PostgresStore:
-    """The app's database ($STEPWISE_DB: a SQLite path or a PostgreSQL URL; ./stepwise.db)."""
-    return open_store()
+    """The app's database: the shared host's store."""
+    return shared_host().store  # type: ignore[return-value]
 
 
 def database_label() -> str:

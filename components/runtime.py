@@ -1,6 +1,7 @@
-"""The runtime the app shares across sessions: one SQLite store, one runner per agent spec.
+"""The runtime the app shares across sessions: the app's `Host`, one runner per spec and key.
 
-`st.cache_resource` keeps them for the life of the server; the store keeps everything else,
+The host (`components.database.shared_host`) lives for the server's life and keeps a runner
+per spec, key, prices and, for "you are the model", session; the store keeps everything else,
 so reloading the page or restarting the server loses nothing. Two tabs on one task share the
 store; the runner's version check stops them from overwriting each other.
 """
@@ -13,13 +14,13 @@ import json
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from agent_core import ParallelAgentRunner, user_code
+from agent_core import ParallelAgentRunner
 from agent_core.llms.base import LLM
 from agent_core.llms.catalog import PROVIDERS
 from agent_core.llms.pricing import ModelPrice, PriceTable
 from agent_core.spec import AgentSpec
 from components import state
-from components.database import DB_ENV, DEFAULT_DB, shared_store
+from components.database import DB_ENV, DEFAULT_DB, shared_host, shared_store
 
 __all__ = [  # The database's names stay importable from here, where they used to live.
     "DB_ENV",
@@ -27,31 +28,10 @@ __all__ = [  # The database's names stay importable from here, where they used t
     "model_for",
     "reader",
     "runner_for",
+    "shared_host",
     "shared_store",
     "spec_of",
 ]
-
-
-# No cached function shows Streamlit's default spinner: it names the function ("Running
-# `_runner(...)`"), an internal name. A runner may take a moment.
-@st.cache_resource(max_entries=32, show_spinner="Preparing the agent…")
-def _runner(
-    spec_json: str, prices_json: str, key_id: str, code_generation: int, _api_key: str | None
-):
-    # `key_id` tells keys apart for the cache without the key itself being hashed or kept
-    # by Streamlit; the key only reaches the SDK client inside the runner. `code_generation`
-    # changes on "Reload my code", so runners of the user's agents are built again.
-    spec = AgentSpec.model_validate_json(spec_json)
-    overrides = {
-        name: ModelPrice(input_per_mtok=pair[0], output_per_mtok=pair[1])
-        for name, pair in json.loads(prices_json).items()
-    }
-    return spec.build_runner(
-        store=shared_store(),
-        api_key=_api_key,
-        prices=PriceTable(overrides),
-        registry=user_code.default_registry(),
-    )
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -71,12 +51,15 @@ def _key_id(key: str | None) -> str:
 
 def runner_for(spec: AgentSpec) -> ParallelAgentRunner:
     """The runner for `spec`, with this session's key and prices for its provider."""
-    key = _session_key(spec)
-    prices = json.dumps(state.price_overrides(), sort_keys=True)
+    overrides = {
+        name: ModelPrice(input_per_mtok=pair[0], output_per_mtok=pair[1])
+        for name, pair in state.price_overrides().items()
+    }
     # "You are the model" queues typed replies in the runner's model: one runner per session.
     owner = _session_id() if PROVIDERS[spec.provider].needs_person else ""
-    generation = user_code.generation() if spec.uses_user_code else 0
-    return _runner(spec.model_dump_json(), prices, f"{_key_id(key)}:{owner}", generation, key)
+    return shared_host().runner_for(
+        spec, api_key=_session_key(spec), prices=PriceTable(overrides), owner=owner
+    )
 
 
 def _session_key(spec: AgentSpec) -> str | None:

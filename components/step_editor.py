@@ -525,6 +525,32 @@ def _server_key(task_id: str) -> ServerKey | None:
     return ServerKey(provider.removeprefix("server:"), state.api_key(provider) is not None)
 
 
+def _running_elsewhere(runner: ParallelAgentRunner, step: TaskStep) -> bool:
+    """The step runs in another process (`stepwise serve`, a user's attached program)."""
+    return step.status is StepStatus.RUNNING and not runner.is_interrupted(
+        step.task_id, step.step_id
+    )
+
+
+def _render_stop_elsewhere(step: TaskStep) -> None:
+    """Stop for a step another process runs: the app's host asks that process to stop it."""
+    st.caption(
+        "Running in another process (a server, or your own program attached to this database)."
+    )
+    if st.button(
+        "Stop",
+        key=f"stop-elsewhere-{step.step_id}",
+        help="Asks the process running this step to stop it. It is marked failed (stopped by "
+        "you); edit it and run it again, or undo.",
+    ):
+        try:
+            runtime.shared_host().cancel_step(step.task_id, step.step_id, wait=10)
+            state.push_notice("info", "Stopped the step. Edit its input and run it again.")
+        except AgentCoreError as error:
+            show_message("error", error)
+        st.rerun()
+
+
 def render_upcoming_step(
     runner: ParallelAgentRunner, task_state: TaskState, step: TaskStep, *, human: HumanLLM | None
 ) -> None:
@@ -538,6 +564,8 @@ def render_upcoming_step(
             if not replaces_message(step, server):
                 st.code(step.error, language=None, wrap_lines=True)
             render_traceback(step)
+        if _running_elsewhere(runner, step):
+            _render_stop_elsewhere(step)
         if step.kind is StepKind.TOOL:
             _render_tool_call(ctx)
         else:

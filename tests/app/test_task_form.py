@@ -107,8 +107,8 @@ def test_no_key_is_reported_under_create_task_in_the_apps_words(
     assert order.index("Create task") < order.index("error")
 
 
-@pytest.mark.parametrize("cached", [runtime.shared_store, runtime._runner])
+@pytest.mark.parametrize("cached", [runtime.shared_host])
 def test_building_the_runtime_shows_no_internal_name(cached: CachedFunc) -> None:
-    # Streamlit's default spinner says "Running `_runner(...)`": a name from our code.
+    # Streamlit's default spinner says "Running `shared_host(...)`": a name from our code.
     spinner = cached._info.show_spinner
     assert spinner is False or (isinstance(spinner, str) and "_" not in spinner)
