@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from agent_core import ParallelAgentRunner
+from agent_core.effects import IrreversibleEffect
 from agent_core.spec import AgentSpec
-from agent_core.store import SQLiteStore
+from agent_core.store import SQLiteStore, TaskChange
 from agent_core.trace import export_trace, import_trace
 from agent_core.types import StepKind, StepStatus, TaskStatus
 from components import step_editor
@@ -490,3 +492,28 @@ def test_older_cards_are_built_only_when_asked_for(app: AppTest, db_path: Path) 
     click(app, "Show 5 older steps")
     assert len(card_titles(app)) == 25
     assert not [b for b in app.button if b.key == "show-more"]
+
+
+def test_undo_says_what_a_tool_did_that_it_could_not_undo(
+    app: AppTest, db_path: Path, make_app: Callable[[], AppTest]
+) -> None:
+    """Issue 32: undoing a call that cannot be undone said only "Undid the last step."."""
+    task = start_scenario(app, "arithmetic")
+    step_widget(app, "run").click().run()
+    store = SQLiteStore(db_path)
+    try:
+        state = store.load_task(task)
+        assert state is not None
+        output = state.outputs[state.completed[-1]]
+        output.effects = [IrreversibleEffect(tool="send_mail", description="sent to bob")]
+        store.commit(TaskChange(state=state, base_version=state.version, outputs=[output]))
+    finally:
+        store.close()
+    st.cache_resource.clear()  # A restart: the runners read the task as stored now.
+    tab = open_task(make_app, task)
+
+    click(tab, "Undo")
+
+    said = shown_text(tab)
+    assert "Undid step 1 in the task, but not in the world" in said
+    assert "send_mail cannot be undone: sent to bob" in said

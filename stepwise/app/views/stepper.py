@@ -59,6 +59,7 @@ from components.thread_controls import (
     render_continue_form,
     render_lineage,
 )
+from components.undo_notice import undo_last_step
 from components.user_code_view import agent_fix_advice, render_code_error
 from components.workspace_view import render_workspace
 
@@ -260,8 +261,8 @@ def _on_run_until(runner: ParallelAgentRunner, task_id: str) -> None:
 
 
 def _on_undo(runner: ParallelAgentRunner, task_id: str) -> None:
-    undo = lambda: runner.undo_step(task_id)  # noqa: E731
-    task_version.act(runner, task_id, undo, success="Undid the last step.", where=_CONTROLS)
+    undo = lambda: undo_last_step(runner, task_id, where=_CONTROLS)  # noqa: E731
+    task_version.act(runner, task_id, undo, where=_CONTROLS)  # It says what was not undone.
 
 
 def _on_finalize(runner: ParallelAgentRunner, task_id: str) -> None:
