@@ -304,6 +304,10 @@ def _on_run(ctx: _Ctx) -> None:
     except _BadInput as exc:
         _flag(ctx, "input", str(exc))
         return
+    if _asks(ctx.step) and (new_input is None or not str(new_input).strip()):
+        # An empty answer would resume the agent with nothing and fail an attempt.
+        _flag(ctx, "input", "Type your answer to the agent's question first. Nothing ran.")
+        return
     reply = _typed(f"reply-{ctx.key}", "")
     human = ctx.human
     if human is not None and not reply.strip():
@@ -459,6 +463,11 @@ def _render_question(step: TaskStep) -> None:
         return
     st.caption("The agent asks you (type your answer below, then Run step)")
     st.code(_text_of(step.step_state[INTERRUPT_KEY]), language=None, wrap_lines=True)
+
+
+def _asks(step: TaskStep) -> bool:
+    """Whether the agent queued `step` to ask a person a question (a LangGraph interrupt)."""
+    return step.kind is StepKind.HUMAN and INTERRUPT_KEY in step.step_state
 
 
 def _text_of(value: Any) -> str:

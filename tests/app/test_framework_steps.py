@@ -138,3 +138,19 @@ def test_the_form_says_a_frameworks_agent_runs_on_its_own_model(app_env, monkeyp
         assert at.checkbox(key="form-approval")  # Offered for a framework's agent.
     finally:
         forget_user_modules()
+
+
+def test_an_empty_answer_to_the_agents_question_is_refused_in_the_form(graph_app):
+    """Issue 32: an empty interrupt answer became a failed attempt."""
+    at = ok(graph_app.run())
+    at.selectbox(key="form-worker").set_value("agent:graph").run()
+    at.text_area(key="form-task").input("Ship order 7")
+    ok(at.button(key="form-create").click().run())
+    ok(button(at, "run-").click().run())
+    ok(button(at, "run-").click().run())
+    assert "Upcoming human step · confirm" in markdown(at)
+
+    ok(button(at, "run-").click().run())  # Nothing typed.
+
+    assert any("Type your answer" in str(e.value) for e in at.error)
+    assert "failed" not in markdown(at) and "Upcoming human step · confirm" in markdown(at)
