@@ -70,7 +70,8 @@ test: lint docs chromium redis postgres
 # per-step cost beside the framework alone (bench/results/adapters_speed.json), then a team's
 # setup: the PostgreSQL step beside the SQLite one, one `stepwise serve` process against two
 # on PostgreSQL (bench/results/server_processes.json), one control plane against two
-# (bench/results/control_planes.json).
+# (bench/results/control_planes.json), then one long demo ReAct task per size: time per step,
+# disk, load and fork at 1,000 / 5,000 / 20,000 steps (bench/results/long_task.json).
 bench: $(STAMP) chromium redis postgres
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.page_speed
@@ -82,6 +83,7 @@ bench: $(STAMP) chromium redis postgres
 	$(BIN)/python -m bench.postgres_step
 	$(BIN)/python -m bench.server_processes
 	$(BIN)/python -m bench.control_planes
+	$(BIN)/python -m bench.long_task
 
 # ruff, then the layers of DESIGN.md §1 (import-linter's contracts in pyproject.toml).
 lint: $(STAMP)

@@ -4,7 +4,8 @@ For each size (1,000 / 5,000 / 20,000 steps by default; `--sizes 1000,2000` for 
 the time per step at the start and at the end, the store's size on disk, loading the task in a
 fresh store object, and forking it at the middle. Each figure is printed beside the issue's
 goal; `--before FILE` (a results file of an older run, e.g. made on `git stash`ed code) adds
-the ratios old / new. Results go to bench/results/long_task.json.
+the ratios old / new (by default the run before issue 33, kept in the results folder).
+Results go to bench/results/long_task.json.
 
     .venv/bin/python -m bench.long_task --sizes 1000,5000,20000
 """
@@ -25,6 +26,8 @@ from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
 
 RESULTS = Path(__file__).resolve().parent / "results" / "long_task.json"
+BEFORE = RESULTS.with_name("long_task_before.json")
+"""The same bench on the code before issue 33 (76fd1b1: whole prompts stored per step)."""
 SIZES = (1_000, 5_000, 20_000)
 WINDOW = 100
 """Steps averaged for 'time per step' at the start and at the end of a run."""
@@ -117,7 +120,12 @@ def _line(row: dict[str, Any], before: dict[str, Any] | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES))
-    parser.add_argument("--before", type=Path, help="an older results file to compare with")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        default=BEFORE if BEFORE.exists() else None,
+        help="an older results file to compare with (default: bench/results/long_task_before.json)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
