@@ -22,6 +22,7 @@ import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
 from components import navigation
+from components.code_watch import render_reload_watch
 
 __all__ = ["PAGES", "AppPage", "main"]
 
@@ -82,4 +83,5 @@ def main(*, page_files: Path | None = None) -> None:
     st.set_page_config(page_title="Stepwise", layout="wide")
     pages = {page.name: _streamlit_page(page, page_files) for page in PAGES}
     navigation.register(pages)
+    render_reload_watch()  # Re-run on save: one watcher per process, with `stepwise ui --reload`.
     st.navigation(list(pages.values())).run()

@@ -133,6 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the address to listen on (default: localhost); any other than loopback needs"
         " STEPWISE_API_TOKEN, which each browser gives once as /?token=...",
     )
+    ui.add_argument(
+        "--reload",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="watch your agent and tools files and reload them on a save; the Stepper then "
+        "offers Re-run from step N (default: on when --agent or --tools names a .py file)",
+    )
     _add_shared_arguments(ui, default_port=8501)
     serve = commands.add_parser(
         "serve",
@@ -279,10 +286,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 mcp=mcp,
                 workers=args.workers,
             )
-        from stepwise.cli.ui import run_ui
+        from stepwise.cli.ui import has_file_targets, run_ui
 
+        reload = args.reload if args.reload is not None else has_file_targets(agents, tools)
         return run_ui(
-            host=args.host, port=args.port, db=args.db, agents=agents, tools=tools, mcp=mcp
+            host=args.host,
+            port=args.port,
+            db=args.db,
+            agents=agents,
+            tools=tools,
+            mcp=mcp,
+            reload=reload,
         )
     except AgentCoreError as exc:
         print(f"stepwise {args.command}: {exc}", file=sys.stderr)

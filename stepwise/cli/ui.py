@@ -23,10 +23,29 @@ from stepwise.app import entry_script
 from stepwise.app.config import streamlit_flags
 from stepwise.http.settings import api_token, check_exposure
 
-__all__ = ["DB_ENV", "run_ui", "streamlit_command", "ui_environment"]
+__all__ = [
+    "DB_ENV",
+    "RELOAD_ENV",
+    "has_file_targets",
+    "run_ui",
+    "streamlit_command",
+    "ui_environment",
+]
 
 DB_ENV = "STEPWISE_DB"
 """The app's database: a path or a URL (`components.runtime.DB_ENV`)."""
+RELOAD_ENV = "STEPWISE_RELOAD"
+"""1 when the app watches the user's code and reloads it on a save
+(`components.code_watch.RELOAD_ENV`); unset when it does not."""
+
+
+def has_file_targets(agents: Mapping[str, str], tools: Mapping[str, str]) -> bool:
+    """Whether an `--agent` or `--tools` entry names a .py file (reload is on by default then).
+
+    A module path (`package.module:attr`) is usually installed code the user is not editing.
+    """
+    refs = [target.rpartition(":")[0] for target in agents.values()] + list(tools.values())
+    return any(ref.endswith(".py") for ref in refs)
 
 
 def streamlit_command(*, port: int | None = None, host: str | None = None) -> list[str]:
@@ -51,14 +70,19 @@ def ui_environment(
     tools: Mapping[str, str],
     mcp: Mapping[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
+    reload: bool = False,
 ) -> dict[str, str]:
     """The app's environment: `environ` with the database and the command's entries set.
 
     Entries are passed as JSON objects in `$STEPWISE_AGENTS` / `$STEPWISE_TOOLS` /
     `$STEPWISE_MCP`, which the app's registry (`agent_core.user_code.registry`) reads; unset
-    when there are none, so that the project file's entries are all there is.
+    when there are none, so that the project file's entries are all there is. `reload` sets
+    `$STEPWISE_RELOAD`.
     """
     env = dict(os.environ if environ is None else environ)
+    env.pop(RELOAD_ENV, None)  # The command's flag decides, not a variable left set.
+    if reload:
+        env[RELOAD_ENV] = "1"
     if db is not None:
         env[DB_ENV] = str(db)
     for variable, entries in ((AGENTS_ENV, agents), (TOOLS_ENV, tools), (MCP_ENV, mcp or {})):
@@ -77,10 +101,12 @@ def run_ui(
     agents: Mapping[str, str],
     tools: Mapping[str, str],
     mcp: Mapping[str, str] | None = None,
+    reload: bool = False,
 ) -> int:
     """Start the app in this process's place (POSIX) or as a child; its exit status.
 
-    The app starts the MCP servers (`mcp`, `{name: command or URL}`) when it first lists them.
+    The app starts the MCP servers (`mcp`, `{name: command or URL}`) when it first lists them,
+    and with `reload` watches the user's code files, reloading them on a save.
 
     Raises:
         MissingExtraError: Streamlit (or another package of the app extra) is not installed.
@@ -90,7 +116,7 @@ def run_ui(
     if host is not None:
         check_exposure(host, api_token())  # The app checks again; this fails before it starts.
     command = streamlit_command(port=port, host=host)
-    env = ui_environment(db=db, agents=agents, tools=tools, mcp=mcp)
+    env = ui_environment(db=db, agents=agents, tools=tools, mcp=mcp, reload=reload)
     where = masked_target(env.get(DB_ENV) or "stepwise.db")  # A URL's password is not logged.
     print(f"Stepwise: project folder {Path.cwd()}, database {where}", file=sys.stderr, flush=True)
     if os.name == "posix":

@@ -40,6 +40,7 @@ from components.live_step import render_live_step, watch_live_steps
 from components.memory_view import render_memory
 from components.messages import plain, plural, token_count, tokens_text
 from components.model_choice import max_tokens_text
+from components.rerun_offer import render_rerun_offer
 from components.run_limits import limits_of, limits_text, render_limits_button
 from components.step_card import render_step_card
 from components.step_editor import (
@@ -607,6 +608,7 @@ def _task_view(task_id: str) -> None:
     render_lineage(task_state)
     if problem is not None:
         _problem(problem)
+    render_rerun_offer(runner, task_state)  # Re-run on save: the user's code changed since.
     until_running = run_until_job.render_running(task_id)
     ready_steps_job.render_running(runner, task_id)  # Its steps stream under Upcoming steps.
     view = _View(

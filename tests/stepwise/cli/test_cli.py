@@ -142,7 +142,31 @@ def test_main_hands_the_checked_entries_to_the_app(monkeypatch, tmp_path):
         "agents": {"a": f"{tmp_path / 'a.py'}:f"},
         "tools": {"t": "pkg.tools"},
         "mcp": {},
+        "reload": True,  # --agent names a .py file: its saves are watched.
     }
+
+
+def test_reload_is_on_for_file_targets_and_the_flags_override_it(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    seen = {}
+    monkeypatch.setattr(ui, "run_ui", lambda **kwargs: seen.update(kwargs) or 0)
+
+    def reload(*args: str) -> bool:
+        assert main(["ui", *args]) == 0
+        return seen["reload"]
+
+    assert reload() is False
+    assert reload("--agent", "a=pkg.agent:build") is False  # Installed code, not a file.
+    assert reload("--tools", "t=my_tools.py") is True
+    assert reload("--agent", "a=a.py:f", "--no-reload") is False
+    assert reload("--reload") is True
+    from components.code_watch import RELOAD_ENV
+
+    assert ui.RELOAD_ENV == RELOAD_ENV  # What the command sets is what the app reads.
+    env = ui.ui_environment(db=None, agents={}, tools={}, environ={ui.RELOAD_ENV: "1"})
+    assert ui.RELOAD_ENV not in env  # The command's flag decides.
+    env = ui.ui_environment(db=None, agents={}, tools={}, environ={}, reload=True)
+    assert env == {ui.RELOAD_ENV: "1"}
 
 
 def test_no_subcommand_prints_the_help(capsys):
