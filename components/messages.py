@@ -779,4 +779,9 @@ def failed_step_text(
         return f"This step failed: {words(cause)}."
     if step.error_code == "model_error":
         return _model_failed(cause, "This step failed: the model call did not work")
+    if step.error_params.get("traceback"):  # Raised in the user's code or its framework.
+        return (
+            "This step failed in your code or its framework (the traceback says where). Fix "
+            "the code, press Reload my code, then Run step again; or edit its input, or undo."
+        )
     return "This step failed. Edit its input and run it again, or undo."

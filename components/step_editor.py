@@ -40,6 +40,7 @@ from components.messages import ServerKey, failed_step_text, plain, replaces_mes
 from components.step_card import render_traceback
 from components.step_sampling import render_sample_control
 from components.task_images import render_thumbnails
+from components.user_code_view import render_reload_button
 
 __all__ = [
     "preview_messages",
@@ -573,6 +574,8 @@ def render_upcoming_step(
             if not replaces_message(step, server):
                 st.code(step.error, language=None, wrap_lines=True)
             render_traceback(step)
+            if step.error_params.get("traceback"):  # Raised in the user's code: fix, reload.
+                render_reload_button(key=f"reload-{ctx.key}")
         if _running_elsewhere(runner, step):
             _render_stop_elsewhere(step)
         if step.kind is StepKind.TOOL:

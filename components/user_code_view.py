@@ -27,7 +27,13 @@ from agent_core.user_code.registry import (
 from components import state
 from components.messages import plain
 
-__all__ = ["RELOAD_HELP", "agent_fix_advice", "render_code_error", "render_user_code"]
+__all__ = [
+    "RELOAD_HELP",
+    "agent_fix_advice",
+    "render_code_error",
+    "render_reload_button",
+    "render_user_code",
+]
 
 RELOAD_HELP = (
     "Imports your agents and tools again from their files, restarts your MCP servers, and "
@@ -129,6 +135,13 @@ def _render_mcp(entry: McpEntry) -> None:
         effect = "read-only" if read_only else "may change things: undo cannot take a call back"
         st.text(f"  {tool.name} ({effect}): {metadata.description}")
         st.json(metadata.to_spec().parameters, expanded=False)
+
+
+def render_reload_button(*, key: str) -> None:
+    """Reload my code, where a failure in the user's code is shown (not only in New task)."""
+    if st.button("Reload my code", key=key, help=RELOAD_HELP):
+        _reload(servers=bool(user_code.default_registry().names("mcp")))
+        st.rerun()
 
 
 def _reload(*, servers: bool) -> None:

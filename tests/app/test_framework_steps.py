@@ -154,3 +154,24 @@ def test_an_empty_answer_to_the_agents_question_is_refused_in_the_form(graph_app
 
     assert any("Type your answer" in str(e.value) for e in at.error)
     assert "failed" not in markdown(at) and "Upcoming human step · confirm" in markdown(at)
+
+
+def test_a_step_that_failed_in_the_users_code_offers_reload_my_code_there(graph_app):
+    """Issue 32: the failure said "Edit its input"; Reload my code was in New task only."""
+    at = ok(graph_app.run())
+    at.selectbox(key="form-worker").set_value("agent:graph").run()
+    at.text_area(key="form-task").input("Ship order 7")
+    ok(at.button(key="form-create").click().run())
+    for _ in range(2):
+        ok(button(at, "run-").click().run())
+    (answer,) = [t for t in at.text_area if t.key and t.key.startswith("input-")]
+    answer.input("yes")
+    ok(button(at, "run-").click().run())
+    ok(button(at, "run-").click().run())  # The stock node raises in the user's code.
+
+    said = " ".join(str(e.value) for e in at.error)
+    assert "failed in your code" in said and "Reload my code" in said
+    assert "Edit its input and run it again" not in said
+    ok(button(at, "reload-").click().run())
+    shown = [str(e.value) for kind in ("success", "toast", "info") for e in at.get(kind)]
+    assert any("Reloaded your agents and tools" in text for text in shown), shown
