@@ -497,7 +497,10 @@ def _what(step: TaskStep, output: TaskStepOutput | None, calls_queued: list[Task
     what = _kind_what(step, output, calls_queued)
     if not step.name or step.kind is StepKind.TOOL:
         return what
-    return step.name if what == str(step.kind) else f"{step.name}: {what}"
+    if what == str(step.kind):
+        return step.name
+    # A handoff's step is named for the agent it hands to, which its words already name.
+    return what if what.startswith(step.name) else f"{step.name}: {what}"
 
 
 def _kind_what(step: TaskStep, output: TaskStepOutput | None, calls_queued: list[TaskStep]) -> str:
@@ -546,7 +549,9 @@ def _delegate_what(step: TaskStep) -> str:
     agent, prompt = fields.get("agent"), fields.get("prompt")
     if not isinstance(agent, str) or not agent:
         return "delegate"
-    return f"{agent} agent: {prompt}" if isinstance(prompt, str) and prompt else f"{agent} agent"
+    # "Booking agent", not "Booking agent agent": the Agents SDK's names often say it.
+    who = agent if agent.lower().endswith("agent") else f"{agent} agent"
+    return f"{who}: {prompt}" if isinstance(prompt, str) and prompt else who
 
 
 def _reasoning_what(output: TaskStepOutput, calls_queued: list[TaskStep]) -> str:

@@ -521,6 +521,22 @@ def test_a_long_delegate_prompt_is_cut_to_a_short_label_that_keeps_its_number() 
     assert len(label) <= 60
 
 
+def test_a_handoff_to_an_agent_named_agent_says_agent_once() -> None:
+    """Issue 32: an Agents SDK handoff read "Booking agent: Booking agent agent"."""
+    state = make_state(
+        step(
+            "d",
+            kind=StepKind.DELEGATE,
+            name="Booking agent",
+            input={"agent": "Booking agent"},
+            status=StepStatus.COMPLETED,
+            number=3,
+        )
+    )
+
+    assert build_dag(state).nodes["d"]["label"] == "3 · Booking agent"
+
+
 def test_a_rejected_call_is_drawn_as_rejected_not_as_edited(tmp_path: Path) -> None:
     runner, task_id = _demo_runner("arithmetic", tmp_path, tool_approval=True)
     runner.run_step(task_id)
