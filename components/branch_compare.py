@@ -22,6 +22,7 @@ from typing import Any
 import streamlit as st
 
 from agent_core.types import StepStatus, TaskState, TaskStep
+from components.run_compare import SentMessages, StateSource, default_runs, render_run_summary
 
 __all__ = [
     "COMPARED_FIELDS",
@@ -359,35 +360,35 @@ def _summary(pairs: list[StepPair]) -> str:
     return " ".join(parts)
 
 
-def render_branch_compare(state: TaskState, *, key: str = "compare") -> None:
-    """Pick two runs of the task and show them side by side, differences flagged."""
+def render_branch_compare(
+    state: TaskState, *, key: str = "compare", sent: SentMessages | None = None
+) -> None:
+    """Pick two runs of the task or more: their totals, first difference, and steps side by side.
+
+    `sent` reads what a step sent its model (the runner's `get_messages_sent`), so that a
+    difference in the model request is found; without it the request is not compared.
+    """
     branches = task_branches(state)
-    pair = default_pair(branches)
-    if pair is None:
+    if len(branches) < 2:
         st.caption("Nothing to compare yet: undo a step, then run it again.")
         return
     labels = {b.branch_id: branch_label(b, state) for b in branches}
-    ids = [b.branch_id for b in branches]
     by_id = {b.branch_id: b for b in branches}
-    left, right = st.columns(2)
-    old_id = left.selectbox(
-        "Left",
-        ids,
-        index=ids.index(pair[0].branch_id),
+    picked = st.multiselect(
+        "Runs",
+        [b.branch_id for b in branches],
+        default=[b.branch_id for b in default_runs(branches)],
         format_func=labels.__getitem__,
-        key=f"{key}-old",
+        key=f"{key}-runs",
+        help="Two runs or more. Each is compared with the first one picked; the steps side "
+        "by side are the first two picked.",
     )
-    new_id = right.selectbox(
-        "Right",
-        ids,
-        index=ids.index(pair[1].branch_id),
-        format_func=labels.__getitem__,
-        key=f"{key}-new",
-    )
-    if old_id == new_id:
-        st.caption("Pick two different runs.")
+    if len(picked) < 2:
+        st.caption("Pick two runs or more.")
         return
-    pairs = pair_steps(state, by_id[old_id], by_id[new_id])
+    chosen = [by_id[branch_id] for branch_id in picked]
+    render_run_summary(StateSource(state, sent), chosen, labels)
+    pairs = pair_steps(state, chosen[0], chosen[1])
     st.caption(_summary(pairs))
     for step_pair in pairs[:ROWS_SHOWN]:
         _render_pair(step_pair)

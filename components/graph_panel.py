@@ -206,11 +206,12 @@ def _close_compare() -> None:
 
 
 @st.dialog("Compare branches", width="large", on_dismiss=_close_compare)
-def _compare_dialog(task_state: TaskState) -> None:
-    render_branch_compare(task_state, key=f"compare-{task_state.task_id}")
+def _compare_dialog(runner: ParallelAgentRunner, task_state: TaskState) -> None:
+    sent = runner.get_messages_sent  # The model requests are compared too.
+    render_branch_compare(task_state, key=f"compare-{task_state.task_id}", sent=sent)
 
 
-def _compare(task_state: TaskState) -> None:
+def _compare(runner: ParallelAgentRunner, task_state: TaskState) -> None:
     task_id = task_state.task_id
     ready = len(task_branches(task_state)) >= 2
     if st.button(
@@ -223,7 +224,7 @@ def _compare(task_state: TaskState) -> None:
     ):
         st.session_state[_COMPARE_OPEN] = task_id
     if ready and st.session_state.get(_COMPARE_OPEN) == task_id:
-        _compare_dialog(task_state)
+        _compare_dialog(runner, task_state)
 
 
 def render_graph_panel(runner: ParallelAgentRunner, task_state: TaskState, *, active: bool) -> None:
@@ -248,4 +249,4 @@ def render_graph_panel(runner: ParallelAgentRunner, task_state: TaskState, *, ac
         _selected_step(runner, task_state, selected, active=active)
     elif task_state.steps:
         st.caption("Click a step in the graph to open it here.")
-    _compare(task_state)
+    _compare(runner, task_state)

@@ -25,6 +25,7 @@ from components.branch_compare import (
     pair_steps,
     task_branches,
 )
+from components.run_compare import default_runs
 
 HOSTILE = "<img src=x onerror=alert(1)> **bold** [link](http://x) :red[red]"
 
@@ -128,6 +129,8 @@ def test_each_undo_and_rerun_is_a_run_and_the_newest_other_run_is_compared() -> 
     ]
     old, new = default_pair(runs) or (None, None)
     assert (old, new) == (runs[1], runs[2])
+    # Run 3 shares step 1 with runs 1 and 2; it was made by undoing run 2, the newer.
+    assert default_runs(runs) == [runs[1], runs[2]]
     pairs = pair_steps(state, runs[1], runs[2])
     assert [p.number for p in pairs] == [2, 3]
     # The counter's state was undone too, so each run counts the same: only latency differs.
@@ -208,3 +211,72 @@ def test_the_comparison_shows_model_text_as_text_side_by_side() -> None:
     assert ":orange[**Usage (tokens) · differs**]" in shown_as_markdown
     assert "Input" in shown_as_markdown  # Not edited on either side: one input row, not flagged.
     assert "Input as proposed" not in shown_as_markdown
+
+
+def test_the_current_run_is_compared_with_the_run_it_diverged_from_by_default() -> None:
+    agent, task_id = _counter()
+    agent.run_until(task_id, max_steps=3)
+    agent.undo_step(task_id, steps=2)
+    agent.run_until(task_id, max_steps=2)  # Run 2: step 1, then its own steps 2 and 3.
+    agent.undo_step(task_id)
+    agent.run_step(task_id)  # Run 3: steps 1 and 2 of run 2, then its own step 3.
+    first, second, third = task_branches(agent.get_task_state(task_id))
+
+    # Run 3 shares 2 steps with run 2 and 1 with run 1: it diverged from run 2.
+    assert default_runs([first, second, third]) == [second, third]
+    assert default_runs([first, third]) == [first, third]
+    assert default_runs([first]) == [first]
+
+
+def _runs_app(replies: list[str]) -> None:
+
+    import streamlit as st
+
+    from agent_core import AgentRunner
+    from agent_core.llms import ScriptedLLM
+    from agent_core.workers import ReActAgentWorker
+    from components.branch_compare import render_branch_compare, task_branches
+
+    if "agent" not in st.session_state:  # One task across reruns: its branch ids stay.
+        agent = AgentRunner(ReActAgentWorker.from_tools([], llm=ScriptedLLM(replies)))
+        task_id = agent.create_task("Say something.").task_id
+        for _ in replies[1:]:  # Each reply a run of its own: run step 1, undo it, run again.
+            agent.run_step(task_id)
+            agent.undo_step(task_id)
+        agent.run_step(task_id)
+        st.session_state["agent"] = (agent, task_id)
+    agent, task_id = st.session_state["agent"]
+    state = agent.get_task_state(task_id)
+    st.session_state["runs"] = [b.branch_id for b in task_branches(state)]
+    render_branch_compare(state, sent=agent.get_messages_sent)
+
+
+def test_the_first_difference_and_each_runs_totals_show_for_two_runs_or_more() -> None:
+    replies = [_answer("first"), _answer(HOSTILE), _answer("third")]
+    app = AppTest.from_function(_runs_app, args=(replies,), default_timeout=30).run()
+    assert not app.exception, [e.value for e in app.exception]
+
+    (runs,) = app.multiselect
+    assert [runs.format_func(r).split(" (")[0] for r in runs.value] == ["Run 2", "Run 3"]
+    (totals,) = app.dataframe
+    assert list(totals.value["Run"]) == [runs.format_func(r) for r in runs.value]
+    assert list(totals.value.columns) == ["Run", "Steps", "Tokens", "Cost", "Time (s)"]
+    assert all(totals.value["Tokens"] > 0)
+    captions = [c.value for c in app.caption]
+    assert "First difference, at step 1: the reply" in captions
+    (diff,) = [c.value for c in app.code if c.language == "diff"]
+    assert f"-{HOSTILE}" in diff and "+third" in diff
+    assert "reply: Run 2" in diff and "task " not in diff  # Runs named as the page names them.
+    shown_as_markdown = [m.value for m in (*app.markdown, *app.caption)]
+    assert not any("onerror" in text for text in shown_as_markdown)
+
+    runs.set_value(app.session_state["runs"]).run()  # All three runs: each against run 1.
+    assert not app.exception, [e.value for e in app.exception]
+    assert len(app.dataframe[0].value) == 3
+    against = [t.value for t in app.text if "against" in t.value]
+    assert [t.split("against ")[1].split(" (")[0] for t in against] == ["Run 2", "Run 3"]
+    diffs = [c.value for c in app.code if c.language == "diff"]
+    assert len(diffs) == 2 and "+third" in diffs[1]
+
+    app.multiselect[0].set_value(app.session_state["runs"][:1]).run()
+    assert "Pick two runs or more." in [c.value for c in app.caption]

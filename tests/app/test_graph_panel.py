@@ -192,10 +192,11 @@ def test_compare_branches_waits_for_a_rerun_then_shows_both_runs(demo: Demo) -> 
     app = demo.app()
     ok(button(app, "Compare branches").click().run())
 
-    left, right = app.selectbox
-    assert left.value != right.value
-    assert "(first run)" in left.format_func(left.value)
-    assert "current" in right.format_func(right.value)
+    (runs,) = app.multiselect
+    left, right = runs.value
+    assert left != right
+    assert "(first run)" in runs.format_func(left)
+    assert "current" in runs.format_func(right)
     titles = [e.label for e in app.expander]
     assert titles[:2] == [
         # The demo model reads its input now: "Answer now." changes what it said.
