@@ -598,3 +598,21 @@ def test_the_tasks_limits_bound_the_model_requests_and_raising_them_goes_on(proj
     runner.set_limits(task.task_id, max_iterations=3)
     asks = runner.run_step(task.task_id)
     assert asks.task_step.name == "model request" and asks.task_step.number == 3
+
+
+def test_a_tools_traceback_shows_the_users_frames_before_pydantic_ais(project, tmp_path):
+    """Issue 32: the tool's one frame came after ~50 of pydantic-ai's and asyncio's."""
+    runner = _runner(project, tmp_path / "s.db")
+    script = _script(runner)
+    task = runner.create_task(QUESTION)
+    runner.run_step(task.task_id)
+    script.BROKEN["add"] = True
+
+    with pytest.raises(StepError) as failed:
+        runner.run_step(task.task_id)
+
+    where = failed.value.params["cause_params"]["traceback"]
+    head, _, full = where.partition("\n\n")
+    assert head.startswith("Your code (") and "frames of libraries left out" in head
+    assert "agent.py" in head and "in add" in head and "ValueError: add is broken" in head
+    assert "site-packages" not in head and "pydantic_ai" in full
