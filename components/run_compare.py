@@ -21,6 +21,7 @@ from agent_core.llms.base import ChatMessage
 from agent_core.recordings.compare import Comparison, FirstDifference, RunRef, compare
 from agent_core.types import TaskState
 from components.actions import show_message
+from components.messages import plural
 
 __all__ = [
     "WHAT_DIFFERS",
@@ -127,7 +128,7 @@ def _totals(comparison: Comparison, labels: Sequence[str]) -> None:
             "Steps": len(run.steps),
             "Tokens": run.tokens,
             "Cost": "unknown" if run.cost_usd is None else f"${run.cost_usd:.4f}",
-            "Time (s)": round(run.latency_ms / 1000, 2),
+            "Time (ms)": round(run.latency_ms),
         }
         for run, label in zip(comparison.runs, labels, strict=True)
     ]
@@ -153,7 +154,8 @@ def render_run_summary(
     try:
         everything = compare(source, [run_ref(task_id, b) for b in chosen])
         _totals(everything, names)
-        st.caption(f"The {len(chosen)} runs share their first {everything.shared} step(s).")
+        shared = plural(everything.shared, "step")
+        st.caption(f"The {len(chosen)} runs share {shared} at the start.")
         for branch, name in zip(chosen[1:], names[1:], strict=True):
             pair = compare(source, [run_ref(task_id, chosen[0]), run_ref(task_id, branch)])
             st.text(f"{names[0]}\n  against {name}")

@@ -260,9 +260,10 @@ def test_the_first_difference_and_each_runs_totals_show_for_two_runs_or_more() -
     assert [runs.format_func(r).split(" (")[0] for r in runs.value] == ["Run 2", "Run 3"]
     (totals,) = app.dataframe
     assert list(totals.value["Run"]) == [runs.format_func(r) for r in runs.value]
-    assert list(totals.value.columns) == ["Run", "Steps", "Tokens", "Cost", "Time (s)"]
+    assert list(totals.value.columns) == ["Run", "Steps", "Tokens", "Cost", "Time (ms)"]
     assert all(totals.value["Tokens"] > 0)
     captions = [c.value for c in app.caption]
+    assert "The 2 runs share 0 steps at the start." in captions
     assert "First difference, at step 1: the reply" in captions
     (diff,) = [c.value for c in app.code if c.language == "diff"]
     assert f"-{HOSTILE}" in diff and "+third" in diff
