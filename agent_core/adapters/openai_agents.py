@@ -123,6 +123,12 @@ CANNOT_SKIP_HANDOFF = (
     "the Agents SDK continues a run only through its handoff: skipped, the run would have no "
     "next turn. Edit the handoff's agent or arguments, or undo the turn and steer it"
 )
+CANNOT_SKIP_TURN = (
+    "the Agents SDK's run goes on only from a model turn: skipped, the run would have nothing "
+    "to do next. Edit the turn's input (a message the model reads) or undo, and steer it"
+)
+"""Why a turn's Skip is greyed: a skipped turn leaves no reply, hence no next step."""
+_NO_SKIP_TURN = {StepAction.SKIP: CANNOT_SKIP_TURN}
 _PRICES = PriceTable()
 
 
@@ -190,6 +196,7 @@ class OpenAIAgentsWorker(BaseAgentWorker):
             input=task.input,
             kind=StepKind.LLM,
             name=turn_name(self.agent.name, 1),
+            cannot=dict(_NO_SKIP_TURN),
         )
 
     async def arun_step(self, step: TaskStep, task: Task, **kwargs: Any) -> TaskStepOutput:
@@ -333,7 +340,7 @@ class OpenAIAgentsWorker(BaseAgentWorker):
             getattr(item, "type", "").endswith("_call") for item in response.output
         )
         if hosted_only or (structured and not text):
-            again = step.get_next_step(name=turn_name(agent.name, turns + 1))
+            again = step.get_next_step(name=turn_name(agent.name, turns + 1), cannot=_NO_SKIP_TURN)
             return TaskStepOutput(
                 output=text or "",
                 task_step=step,
@@ -401,7 +408,7 @@ class OpenAIAgentsWorker(BaseAgentWorker):
             )
         else:
             name = turn_name(agent.name, state["turns"] + 1)
-            follow = step.get_next_step(name=name, depends_on=waits_on)
+            follow = step.get_next_step(name=name, depends_on=waits_on, cannot=_NO_SKIP_TURN)
         return [*tool_steps, follow]
 
     async def _tool_step(
@@ -519,7 +526,9 @@ class OpenAIAgentsWorker(BaseAgentWorker):
         await call_hook(agent, "on_handoff", context, new_agent, agent)
         state["input"] = await filtered_input(chosen, state["input"], context)
         state["agent"] = new_agent.name
-        follow = step.get_next_step(name=turn_name(new_agent.name, state["turns"] + 1))
+        follow = step.get_next_step(
+            name=turn_name(new_agent.name, state["turns"] + 1), cannot=_NO_SKIP_TURN
+        )
         return TaskStepOutput(
             output=f"{agent.name} handed off to {new_agent.name}",
             task_step=step,

@@ -557,6 +557,24 @@ def test_a_skipped_call_is_answered_so_the_model_knows_it_did_not_run(project, s
     }
 
 
+def test_a_turn_cannot_be_skipped_and_says_why_so_the_task_goes_on(project, server):
+    # A skipped turn left "0 upcoming": the SDK's run goes on only from a model's reply.
+    server.script(Reply(tool_calls=[call("add", "c1", a=1, b=2)]), Reply(text="3."))
+    runner = build(project)
+    task = runner.create_task("1+2?")
+    (first,) = runner.get_upcoming_steps(task.task_id)
+    assert "goes on only from a model turn" in first.cannot[StepAction.SKIP]
+    runner.run_step(task.task_id)
+    runner.run_step(task.task_id)  # The add call.
+    (turn,) = runner.get_upcoming_steps(task.task_id)
+    assert turn.kind is StepKind.LLM and StepAction.SKIP in turn.cannot
+    with pytest.raises(UserError, match="cannot be skipped") as refused:
+        runner.skip_step(task.task_id, turn.step_id)
+    assert refused.value.code == "step_action_unsupported"
+    assert upcoming(runner, task.task_id) == [("llm", "Calculator turn 2")]
+    assert runner.run_step(task.task_id).output == "3."
+
+
 class _Recorder(TracingProcessor):
     def __init__(self) -> None:
         self.seen: list[str] = []
