@@ -47,6 +47,7 @@ __all__ = [
     "render_kept_text",
     "render_preview",
     "render_upcoming_step",
+    "typed_input",
     "waiting_reason",
 ]
 
@@ -272,6 +273,18 @@ def _new_input(ctx: _Ctx) -> tuple[bool, StepInput]:
         new_input = _tool_call(step, _typed(f"args-{ctx.key}", default))
         return new_input != step.input, new_input
     return _edited_input(step, _typed(f"input-{ctx.key}", _as_text(step.input)))
+
+
+def typed_input(runner: ParallelAgentRunner, task_state: TaskState, step: TaskStep) -> StepInput:
+    """The input `step` runs with if run now: what is typed into its box, else its own.
+
+    "What the model sees next" previews with it, so an edit shows there before Save edit; an
+    input that cannot be used (invalid JSON arguments) previews the step's saved input.
+    """
+    try:
+        return _new_input(_Ctx(runner, task_state, step, None))[1]
+    except _BadInput:
+        return step.input
 
 
 def save_typed_edits(runner: ParallelAgentRunner, task_id: str) -> None:

@@ -304,6 +304,19 @@ def test_save_edit_keeps_the_new_input_without_running(app: AppTest, db_path: Pa
     assert step_widget(app, "input", "text_area").value == "Just add 1 and 2."
 
 
+def test_the_preview_shows_an_edit_typed_but_not_saved(app: AppTest, db_path: Path) -> None:
+    # It showed the step's saved input until Save edit: not what Run step would send.
+    task = start_scenario(app, "arithmetic")
+    typed = "Just add 1 and 2, please."
+
+    step_widget(app, "input", "text_area").input(typed).run()
+    ok(app)
+
+    seen = [c.value for c in expander(app, "What the model sees next").code]
+    assert typed in seen and ARITHMETIC_TASK not in seen
+    assert stored(db_path, task).step_queue[0].input == ARITHMETIC_TASK  # Nothing saved.
+
+
 # ----------------------------------------------------------------------------- tool approval
 
 

@@ -48,6 +48,7 @@ from components.step_editor import (
     render_kept_text,
     render_upcoming_step,
     save_typed_edits,
+    typed_input,
 )
 from components.step_travel import Travel, render_step_travel
 from components.task_form import agent_label, render_create_form
@@ -539,7 +540,8 @@ def _memory(view: _View) -> None:
         ready = (s for s in task_state.step_queue if task_state.is_ready(s))
         step = next(ready, None)
         try:
-            messages = preview_messages(view.runner, task_state.task_id, step, None)
+            typed = None if step is None else typed_input(view.runner, task_state, step)
+            messages = preview_messages(view.runner, task_state.task_id, step, typed)
         except AgentCoreError as exc:  # An input the worker refuses: say so, draw the rest.
             show_message("warning", exc, headline="The next step cannot run as it is:")
             return
