@@ -390,6 +390,10 @@ class EventHub:
         """Whether a subscriber of this process watches the task (from any thread)."""
         return task_id in self._feeds
 
+    def watched(self) -> list[str]:
+        """The tasks a subscriber of this process watches now (from any thread)."""
+        return list(self._feeds)
+
     def changed_all(self) -> None:
         """Every watched task may have changed (a notice may be lost): each feed reads it."""
         for task_id in list(self._feeds):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import sqlite3
 import threading
 import time
 from collections import OrderedDict
@@ -23,10 +25,11 @@ from agent_core import user_code
 from agent_core.errors import UserError
 from agent_core.host.change_feed import DataVersionFeed
 from agent_core.host.events import SAFETY_POLL_S, EventHub
+from agent_core.host.live_relay import LiveRelay
 from agent_core.host.stops import StopRequests
 from agent_core.runtime.claims import claim_is_stale
 from agent_core.runtime.parallel import ParallelAgentRunner
-from agent_core.runtime.step_runs import LIVE_RUNS
+from agent_core.runtime.step_runs import LIVE_RUNS, StepRun
 from agent_core.spec import AgentSpec
 from agent_core.store.base import Store
 from agent_core.store.open import open_store
@@ -38,6 +41,8 @@ if TYPE_CHECKING:
     from agent_core.llms.pricing import PriceTable
 
 __all__ = ["Host"]
+
+log = logging.getLogger("agent_core.host")
 
 _RUNNABLE = (TaskStatus.ACTIVE, TaskStatus.FAILED)
 _RUNNERS_KEPT = 64  # Specs x keys x prices: a long-lived app sees many; the latest stay.
@@ -79,8 +84,11 @@ class Host:
         # SQLite the file's change feed tells this host of every other connection's commit.
         self._bridge: NotifyBridge | None = _bridge(self.store, self.events)
         self._feed = _feed(self.store)
+        self._relay: LiveRelay | None = None
         if self._feed is not None:
             self.events.poll_s = SAFETY_POLL_S  # The feed tells; the poll is a safety net.
+            # On SQLite a running step's tokens cross processes through the file.
+            self._relay = _relay(self._feed.path, self.events)
             self._feed.add_listener(self._changed_elsewhere)
 
     @classmethod
@@ -97,6 +105,8 @@ class Host:
 
     def _changed_elsewhere(self) -> None:
         """Another connection committed to the file (the change feed's thread)."""
+        if self._relay is not None:
+            self._relay.poll()
         self.events.changed_all()
         self.stops.honour()
         self._wake()
@@ -202,6 +212,23 @@ class Host:
             return self.reader()
         return self.runner_for(self._spec_of(task.spec))
 
+    def runs_of(self, task_id: str) -> list[StepRun]:
+        """The task's running steps: this process's, then those other processes run.
+
+        Another process's run shows its token deltas and tool calls as they arrive (SQLite's
+        relay table, PostgreSQL's NOTIFY); asking watches the task for a while, so that
+        process starts telling its runs' events (a face asks again each time it draws).
+        """
+        local = LIVE_RUNS.of_task(task_id)
+        if self._relay is not None:
+            remote = self._relay.watch(task_id)
+        elif self._bridge is not None:
+            remote = self._bridge.watch(task_id)
+        else:
+            remote = []
+        here = {run.step_id for run in local}
+        return [*local, *(run for run in remote if run.step_id not in here)]
+
     # ------------------------------------------------------------------ acts
 
     def cancel_step(self, task_id: str, step_id: str, *, wait: float = 10.0) -> ParallelAgentRunner:
@@ -267,6 +294,8 @@ class Host:
         self.stops.close()
         if self._feed is not None:
             self._feed.close()
+        if self._relay is not None:
+            self._relay.close()
         if self._bridge is not None:
             self._bridge.close()
         self.events.close()
@@ -297,6 +326,15 @@ def _feed(store: Store) -> DataVersionFeed | None:
     if not isinstance(store, SQLiteStore) or store.path in ("", ":memory:"):
         return None
     return DataVersionFeed(store.path)
+
+
+def _relay(path: str, hub: EventHub) -> LiveRelay | None:
+    """The relay of running steps' events through the file; None if it cannot write there."""
+    try:
+        return LiveRelay(path, add_run=hub.add_run, watched=hub.watched)
+    except sqlite3.Error as exc:  # A read-only file: live tokens stay in their process.
+        log.warning("live tokens across processes are off for %s: %s", path, exc)
+        return None
 
 
 def _bridge(store: Store, hub: EventHub) -> NotifyBridge | None:

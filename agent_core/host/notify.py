@@ -55,6 +55,7 @@ _QUEUE_SIZE = 10_000  # Notices waiting to be sent; past it they are dropped (th
 _REMOTE_RUNS_KEPT = 1_000  # Other processes' runs relayed here at once.
 _REMOTE_RUN_IDLE_S = 60.0  # A relayed run silent this long ended unseen (its process died).
 _RETRY_S = 1.0
+_FACE_WATCH_S = 30.0  # A face's `watch(task)` keeps the task's notices this long.
 
 
 def channel_of(schema: str) -> str:
@@ -81,6 +82,7 @@ class NotifyBridge:
         self._outbox: queue.Queue[dict[str, Any]] = queue.Queue(_QUEUE_SIZE)
         self._remote: OrderedDict[tuple[str, str], tuple[StepRun, float]] = OrderedDict()
         self._relays: set[asyncio.Task[None]] = set()
+        self._watches: dict[str, float] = {}  # Task -> until when a face (the app) watches it.
         self._stopping = threading.Event()
         self.dropped = 0
         self.sent = 0
@@ -150,6 +152,23 @@ class NotifyBridge:
 
     # ------------------------------------------------------------------ the others tell
 
+    def watch(self, task_id: str) -> list[StepRun]:
+        """Hear the task's runs in other processes for a while (a face drawing it); those now.
+
+        Every process tells its runs' events on the channel: watching only keeps them here.
+        """
+        self._watches[task_id] = time.monotonic() + _FACE_WATCH_S
+        return [
+            run for run, _ in list(self._remote.values()) if run.task_id == task_id and not run.done
+        ]
+
+    def _watched(self, task_id: str) -> bool:
+        if self.hub.watching(task_id):
+            return True
+        until = self._watches.get(task_id)
+        alive = any(run.task_id == task_id for run, _ in list(self._remote.values()))
+        return alive or (until is not None and until > time.monotonic())
+
     def _listen(self) -> None:
         while not self._stopping.is_set():
             conn = None
@@ -182,7 +201,7 @@ class NotifyBridge:
         if notice.get("stop"):
             _stop_here(task_id, notice.get("s"))
             return
-        if not self.hub.watching(task_id):
+        if not self._watched(task_id):
             return
         self.received += 1
         step_id = notice.get("s")

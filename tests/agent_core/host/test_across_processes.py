@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -176,3 +177,98 @@ def _held_tool_step(host: Host, task_id: str, timeout: float = 30) -> TaskStep:
             return held[0]
         time.sleep(0.05)
     raise AssertionError("the program never paused before its tool call")
+
+
+STORY = " ".join(f"word{n}" for n in range(30))
+
+
+def test_a_host_shows_live_tokens_of_a_step_another_process_runs_on_sqlite(db):
+    """The relay table: the watching host's run of the other process's step grows word by word."""
+    from tests.llm_servers import OpenAIServer, Reply
+
+    with OpenAIServer(policy=lambda body: Reply(text=f"Answer: {STORY}", delay_s=0.1)) as server:
+        program = _program("_streaming_program.py", db, f"{server.url}/v1")
+        try:
+            assert program.stdout is not None
+            task_id = program.stdout.readline().strip()
+            with Host(db) as host:
+                run = _remote_run(host, task_id)
+                seen = [run.text]
+                while not run.done:
+                    run.events_since(0, timeout=0.5)
+                    seen.append(run.text)
+                    host.runs_of(task_id)  # A face drawing the task asks again (its lease).
+                relay = host._relay
+                assert relay is not None and relay.stats.rows_read > 3
+            assert program.stdout.readline().split()[0] == "completed"
+            assert program.wait(timeout=30) == 0
+        finally:
+            program.kill()
+    growing = [text for text in dict.fromkeys(seen) if text]
+    print(f"\nthe watcher saw the reply grow in {len(growing)} steps")
+    assert len(growing) >= 5, growing  # Tokens arrived as they streamed, not all at the end.
+    assert growing[-1].endswith("word29")
+
+
+def test_nothing_is_written_for_a_step_nobody_watches(db):
+    from tests.llm_servers import OpenAIServer, Reply
+
+    with OpenAIServer(policy=lambda body: Reply(text="Answer: a b c d e", delay_s=0.05)) as server:
+        program = _program("_streaming_program.py", db, f"{server.url}/v1")
+        try:
+            assert program.stdout is not None
+            program.stdout.readline()
+            assert program.stdout.readline().split()[0] == "completed"
+            assert program.wait(timeout=30) == 0
+        finally:
+            program.kill()
+    with sqlite3.connect(db) as file:
+        (rows,) = file.execute("SELECT count(*) FROM stepwise_live_events").fetchone()
+    assert rows == 0
+
+
+def _program(name: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(HERE / name), *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parents[3],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[3])},
+    )
+
+
+def _remote_run(host: Host, task_id: str, timeout: float = 30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = host.runs_of(task_id)
+        if runs:
+            return runs[0]
+        host.wait_for_change(0.1)
+    raise AssertionError("no run of the other process was heard")
+
+
+def test_a_servers_event_stream_shows_live_tokens_of_another_processs_step(served, db):
+    """`stepwise serve` relays the token deltas of a step a user's program runs on the file."""
+    from tests.llm_servers import OpenAIServer, Reply
+
+    with OpenAIServer(policy=lambda body: Reply(text=f"Answer: {STORY}", delay_s=0.1)) as server:
+        program = _program("_streaming_program.py", db, f"{server.url}/v1")
+        try:
+            assert program.stdout is not None
+            task_id = program.stdout.readline().strip()
+            seen: list[tuple[float, dict]] = []
+            ready = threading.Event()
+            threading.Thread(
+                target=_read_events, args=(served, task_id, seen, ready), daemon=True
+            ).start()
+            assert ready.wait(30)
+            assert program.stdout.readline().split()[0] == "completed"
+            assert program.wait(timeout=30) == 0
+            time.sleep(1.0)
+        finally:
+            program.kill()
+    deltas = [e["delta"] for _, e in seen if e["event"] == "token_delta"]
+    assert len(deltas) >= 5, seen
+    assert "".join(deltas).endswith("word29")
+    kinds = [e["event"] for _, e in seen]
+    assert "step_completed" in kinds
