@@ -12,9 +12,10 @@ How it maps (LangGraph 1.x):
   Stepwise stops before every super-step itself.
 - **Steps.** Each step runs exactly one super-step (`astream(..., interrupt_after="*")`) and is
   named for the node(s) that ran ("agent", "tools", "agent + search"). The upcoming step is
-  named for `get_state().next`; its kind is `llm` for a graph with a "messages" state, else
-  `custom`; once run, `llm` if a node called a chat model, `tool` if only `ToolNode`s ran,
-  else `custom`.
+  named for `get_state().next`. A node's kind is the same upcoming and run, step after step:
+  `tool` for a `ToolNode`, `llm` for a node whose function holds a chat model (or that was
+  seen calling one: it stays `llm`), else `custom`; a step of several nodes is `llm` if one is.
+  The answer to a node's `interrupt()` is a `human` step of its own.
 - **Steering.** The first step's input is the task's text: for a graph with a "messages" state
   it becomes the user's `HumanMessage` (after the thread's earlier turns), a JSON object of
   input keys is the graph's input as is, and a graph with one input key gets the text there.
@@ -154,6 +155,7 @@ class LangGraphWorker(BaseAgentWorker):
         self._messages = MESSAGES if MESSAGES in graph.channels else None
         self._input_keys = _input_keys(graph)
         self._models = _chat_models(graph)
+        self._node_kinds = _node_kinds(graph, self._tool_nodes)
         self._streams = True
         """False once a chat model failed on a forced stream: its replies are not streamed."""
 
@@ -172,7 +174,7 @@ class LangGraphWorker(BaseAgentWorker):
     def initialize_step(self, task: Task, **kwargs: Any) -> TaskStep:
         """The first super-step: the task's text becomes the graph's input."""
         nodes = self._first_nodes(task)
-        kind, name, cannot = self._upcoming(nodes)
+        kind, name, cannot = self._upcoming(nodes, {})
         return TaskStep(
             task_id=task.task_id,
             input=task.input,
@@ -292,9 +294,11 @@ class LangGraphWorker(BaseAgentWorker):
         record["next"] = list(state.next)
         record.pop("calls", None)
         record.pop("proposed", None)
+        ran_here = ran or _interrupted(state)
+        self._learn(ran_here, record, called_model=calls.count > 0)
         next_steps, is_last = self._next_steps(step, state, record, kwargs)
         task.extra_state[STATE_KEY] = record
-        self._rename(step, ran or _interrupted(state), called_model=calls.count > 0)
+        self._rename(step, ran_here, record)
         return TaskStepOutput(
             output=self._output_text(updates, state),
             task_step=step,
@@ -371,7 +375,7 @@ class LangGraphWorker(BaseAgentWorker):
                 step, reply, record, node=tools, approval=self.tool_approval, kwargs=kwargs
             )
             return steps, False
-        kind, name, cannot = self._upcoming(nodes)
+        kind, name, cannot = self._upcoming(nodes, record)
         following = step.get_next_step(
             kind=kind,
             name=name,
@@ -380,9 +384,11 @@ class LangGraphWorker(BaseAgentWorker):
         )
         return [following], False
 
-    def _upcoming(self, nodes: tuple[str, ...]) -> tuple[StepKind, str | None, dict]:
+    def _upcoming(
+        self, nodes: tuple[str, ...], record: dict[str, Any]
+    ) -> tuple[StepKind, str | None, dict]:
         """The kind, name and refused actions of a super-step that runs `nodes`."""
-        kind = StepKind.LLM if self._messages is not None else StepKind.CUSTOM
+        kind = self._kind_of(nodes, record)
         cannot = {StepAction.SKIP: _NO_SKIP}
         if self._messages is None:
             cannot[StepAction.FEEDBACK] = _NO_MESSAGES
@@ -466,15 +472,33 @@ class LangGraphWorker(BaseAgentWorker):
         ]
         return new_tool_outputs(new, history)
 
-    def _rename(self, step: TaskStep, nodes: tuple[str, ...], *, called_model: bool) -> None:
-        """Name a super-step for the nodes that ran, and its kind for what they did."""
+    def _kind_of(self, nodes: tuple[str, ...], record: dict[str, Any]) -> StepKind:
+        """The kind of a super-step of `nodes`: the same before it runs, after, and next time.
+
+        It changed with what one run did (llm upcoming, custom once run, say), so one node
+        read as three kinds; only a model call seen where none was expected changes it, once.
+        """
+        if not nodes:  # The first step's nodes could not be told.
+            return StepKind.LLM if self._messages is not None else StepKind.CUSTOM
+        seen = set(record.get("model_nodes", []))
+        kinds = {StepKind.LLM if n in seen else self._node_kinds.get(n) for n in nodes}
+        if kinds == {StepKind.TOOL}:
+            return StepKind.TOOL
+        return StepKind.LLM if StepKind.LLM in kinds else StepKind.CUSTOM
+
+    def _learn(self, nodes: tuple[str, ...], record: dict[str, Any], *, called_model: bool) -> None:
+        """Remember nodes seen calling a model whose functions hold none we could find."""
+        if not called_model or self._kind_of(nodes, record) is not StepKind.CUSTOM:
+            return
+        seen = record.setdefault("model_nodes", [])
+        seen.extend(n for n in nodes if n not in self._tool_nodes and n not in seen)
+
+    def _rename(self, step: TaskStep, nodes: tuple[str, ...], record: dict[str, Any]) -> None:
+        """Name a super-step for the nodes that ran, and give it their kind."""
         if step.step_state.get(ROLE, SUPERSTEP) != SUPERSTEP or not nodes:
             return
         step.name = " + ".join(nodes)
-        if all(node in self._tool_nodes for node in nodes):
-            step.kind = StepKind.TOOL
-        else:
-            step.kind = StepKind.LLM if called_model else StepKind.CUSTOM
+        step.kind = self._kind_of(nodes, record)
 
     # ------------------------------------------------------------------ previews
 
@@ -528,6 +552,20 @@ def _chat_models(graph: Pregel) -> list[str]:
             if name and name not in names:
                 names.append(name)
     return names
+
+
+def _node_kinds(graph: Pregel, tool_nodes: set[str]) -> dict[str, StepKind]:
+    """Each node's kind from its code: a `ToolNode`'s `tool`, a chat model's holder's `llm`."""
+    kinds = {}
+    for name, node in graph.nodes.items():
+        func = getattr(node.bound, "func", None) or getattr(node.bound, "afunc", None)
+        if name in tool_nodes:
+            kinds[name] = StepKind.TOOL
+        elif any(_model_name(value) for value in _referenced(func)):
+            kinds[name] = StepKind.LLM
+        else:
+            kinds[name] = StepKind.CUSTOM
+    return kinds
 
 
 def _referenced(func: Any) -> list[Any]:

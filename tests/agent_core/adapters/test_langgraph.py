@@ -343,6 +343,27 @@ def test_an_interrupt_is_a_human_step_whose_answer_resumes_the_node(project):
     assert runner.get_task(task.task_id).memory.get_all()[-1].content == done.output
 
 
+def test_a_nodes_step_kind_is_the_same_upcoming_run_and_next_time(project):
+    # The reviewer read llm upcoming, custom once run, then human: one node, three kinds.
+    runner = runner_for(project, "reviewed")
+    task = runner.create_task(QUESTION)
+    upcoming_kinds = {}
+    for _ in range(6):
+        (step,) = runner.get_upcoming_steps(task.task_id)
+        upcoming_kinds[step.step_id] = step.kind
+        runner.run_step(task.task_id)
+    done = runner.get_completed_steps(task.task_id)
+    assert {o.task_step.step_id: o.task_step.kind for o in done} == upcoming_kinds
+    kinds = {(o.task_step.name, o.task_step.kind) for o in done}
+    assert kinds == {
+        ("agent", StepKind.LLM),
+        ("tools", StepKind.TOOL),
+        ("review", StepKind.CUSTOM),
+    }
+    (ask,) = runner.get_upcoming_steps(task.task_id)
+    assert ask.kind is StepKind.HUMAN  # The person's answer to the node's question.
+
+
 def test_undo_of_an_answered_interrupt_asks_the_question_again(project):
     """Issue 32 item 1: the undone answer left "0 upcoming · Nothing queued"."""
     runner = runner_for(project, "reviewed")
