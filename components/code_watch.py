@@ -4,8 +4,9 @@
 `$STEPWISE_RELOAD`; the app then keeps one `CodeWatcher` for the server's life
 (`st.cache_resource`), which polls the user's files on a thread of its own and calls
 `user_code.reload()` on a save. Each page run also polls once, so a save is seen by the next
-click without waiting for the thread. The changes seen are counted and timed: the Stepper
-offers "Re-run from step N" on a task whose steps ran before the latest one.
+click without waiting for the thread, and the Stepper listens (a fragment every 2 s) so a
+save shows unasked. The changes seen are counted and timed: the Stepper offers "Re-run from
+step N" on a task whose steps ran before the latest one.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = [
     "CodeChange",
     "latest_change",
     "reload_enabled",
+    "render_change_listener",
     "render_reload_watch",
     "watch_user_code",
 ]
@@ -120,7 +122,16 @@ def _count(change: CodeChange | None) -> int:
 
 
 def render_reload_watch() -> None:
-    """Watch the user's code on this page (nothing with reload off)."""
+    """Watch the user's code: start the watcher, poll once (nothing with reload off)."""
     if reload_enabled():
         st.session_state[_CHECKED_AT] = _count(watch_user_code())  # What this run draws.
+
+
+def render_change_listener() -> None:
+    """Rerun the page when the watcher sees a save (nothing with reload off).
+
+    Called from a page, not from the app's entry script: a fragment there reruns without the
+    page's own script, and the browser shows "Page not found".
+    """
+    if reload_enabled():
         _rerun_on_change()

@@ -19,7 +19,7 @@ from agent_core.spec import AgentSpec
 from agent_core.types import TaskState
 from components import runtime, state
 from components.actions import attempt
-from components.code_watch import CodeChange, latest_change
+from components.code_watch import CodeChange, latest_change, render_change_listener
 
 __all__ = ["default_rerun_step", "ran_before", "render_rerun_offer"]
 
@@ -73,9 +73,10 @@ def _rerun(task_id: str, step: int) -> None:
         )
         made.append(rerun.task_id)
 
+    earlier = "step 1 came" if step == 2 else f"steps 1 to {step - 1} came"
     words = (
-        f"Re-ran from step {step}: steps 1 to {step - 1} came from the recording; step {step} "
-        "is upcoming and runs on your new code."
+        f"Re-ran from step {step}: {earlier} from the recording; step {step} is upcoming and "
+        "runs on your new code."
         if step > 1
         else "Re-ran from step 1: every step runs on your new code."
     )
@@ -86,6 +87,7 @@ def _rerun(task_id: str, step: int) -> None:
 
 def render_rerun_offer(runner: ParallelAgentRunner, task_state: TaskState) -> None:
     """The offer to re-run the open task from step N, when the user's code changed after it."""
+    render_change_listener()  # A save shows here without a click.
     spec = runtime.spec_of(task_state.task_id)
     change = _offered(task_state, spec)
     if change is None:
