@@ -165,7 +165,8 @@ class EditRow:
 
     kind: str
     number: int
-    """Its position (1-based): in the edited conversation, or before it for a dropped one."""
+    """Its number (1-based) before the edit, as the editor showed it; a new message's follows
+    the last one's (`ConversationChange`'s numbers, so no message is renumbered)."""
     before: ChatMessage | None
     after: ChatMessage | None
 
@@ -175,16 +176,18 @@ def edit_rows(before: Sequence[ChatMessage], after: Sequence[ChatMessage]) -> It
     old = [m.model_dump_json() for m in before]
     new = [m.model_dump_json() for m in after]
     matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    fresh = len(before)  # The last number before the edit: a new message's follows it.
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
         paired = min(i2 - i1, j2 - j1) if tag == "replace" else 0
         for k in range(paired):
-            yield EditRow("changed", j1 + k + 1, before[i1 + k], after[j1 + k])
+            yield EditRow("changed", i1 + k + 1, before[i1 + k], after[j1 + k])
         for i in range(i1 + paired, i2):
             yield EditRow("dropped", i + 1, before[i], None)
         for j in range(j1 + paired, j2):
-            yield EditRow("added", j + 1, None, after[j])
+            fresh += 1
+            yield EditRow("added", fresh, None, after[j])
 
 
 def conversation_around(

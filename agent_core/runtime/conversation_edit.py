@@ -31,14 +31,19 @@ CONVERSATION_EDIT_KEY = "conversation_edit"
 
 
 class ConversationChange(BaseModel):
-    """What an edit did, by message position (1-based, as people count)."""
+    """What an edit did, by message number (1-based, as people count).
+
+    A message keeps the number it had in the conversation before the edit, the one the person
+    saw in the editor: numbering changed messages by their place after the edit renumbered
+    every message after a dropped one ("message 3 changed" for the message shown as 4).
+    """
 
     changed: list[int] = []
-    """Positions in the edited conversation of messages whose text or role changed."""
+    """Numbers (before the edit) of messages whose text or role changed."""
     dropped: list[int] = []
-    """Positions in the conversation before the edit of messages taken out."""
+    """Numbers (before the edit) of messages taken out."""
     added: list[int] = []
-    """Positions in the edited conversation of new messages."""
+    """Numbers of new messages: after the last one before the edit, in the edit's order."""
 
     @property
     def summary(self) -> str:
@@ -101,15 +106,13 @@ def describe_edit(
         return None
     change = ConversationChange()
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
-        if tag == "replace":
-            paired = min(i2 - i1, j2 - j1)
-            change.changed += _positions(j1, j1 + paired)
-            change.dropped += _positions(i1 + paired, i2)
-            change.added += _positions(j1 + paired, j2)
-        elif tag == "delete":
-            change.dropped += _positions(i1, i2)
-        elif tag == "insert":
-            change.added += _positions(j1, j2)
+        if tag == "equal":
+            continue
+        paired = min(i2 - i1, j2 - j1) if tag == "replace" else 0
+        change.changed += _positions(i1, i1 + paired)
+        change.dropped += _positions(i1 + paired, i2)
+        fresh = len(old) + len(change.added)  # New numbers follow the last old one.
+        change.added += _positions(fresh, fresh + (j2 - j1 - paired))
     return change
 
 

@@ -200,6 +200,29 @@ def test_an_edit_of_the_conversation_is_a_step_the_model_reads_and_undo_reverts(
     assert fresh.get_task(task.task_id).memory.get_all() == before
 
 
+def test_an_edit_names_each_message_by_the_number_it_had_before_it(make_agent):
+    # Dropping message 1 and changing message 3 read "message 2 changed": renumbered.
+    runner, _ = make_agent()
+    task = runner.create_task(QUESTION)
+    runner.run_step(task.task_id)
+    runner.run_step(task.task_id)
+    before = runner.get_task(task.task_id).memory.get_all()
+    assert len(before) >= 3 and not before[0].tool_calls and not before[0].tool_call_id
+    last = len(before) - 1
+    edited = [*before[1:last], before[last].model_copy(update={"content": "changed"})]
+    edited.append(ChatMessage(role="user", content="A new one."))
+
+    step = runner.edit_conversation(task.task_id, edited)
+
+    n = len(before)
+    assert step.step_state["conversation_edit"] == {
+        "changed": [n],
+        "dropped": [1],
+        "added": [n + 1],
+    }
+    assert step.input == f"message {n} changed; message 1 dropped; 1 message added"
+
+
 def test_an_edit_that_breaks_the_conversation_or_changes_nothing_is_refused(make_agent):
     from agent_core.llms.base import ToolCall
 

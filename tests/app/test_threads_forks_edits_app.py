@@ -174,6 +174,29 @@ def test_an_edit_of_the_conversation_is_a_step_its_card_shows_and_undo_reverts(
     assert stored(db_path, task).task.memory.get_all() == before
 
 
+def test_an_edits_card_names_messages_by_the_numbers_the_editor_showed(
+    app: AppTest, db_path: Path
+) -> None:
+    # Dropping message 1 renumbered the rest: the changed last message read as one less.
+    task = start_scenario(app, "arithmetic")
+    run_first_step(app)
+    run_first_step(app)
+    before = stored(db_path, task).task.memory.get_all()
+    last = len(before)
+    assert last >= 3
+
+    _open_editor(app)
+    app.checkbox(key=_editor_area(app, "text-0").key.replace("text-0", "drop-0")).check()
+    _editor_area(app, f"text-{last - 1}").input("Changed by me.")
+    click(app, "Save as a step")
+
+    state = stored(db_path, task)
+    assert state.steps[state.completed[-1]].step_state["conversation_edit"]["changed"] == [last]
+    said = [c.value for c in card(app, 3).caption]
+    assert any(c.startswith(f"Message {last} (") and c.endswith("changed") for c in said), said
+    assert any(c.startswith("Message 1 (") and c.endswith("dropped") for c in said), said
+
+
 def test_an_unchanged_edit_says_what_to_do(app: AppTest, db_path: Path) -> None:
     task = start_scenario(app, "arithmetic")
     run_first_step(app)
