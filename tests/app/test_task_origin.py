@@ -64,3 +64,25 @@ def test_an_imported_task_says_where_it_came_from(app: AppTest, db_path: Path) -
     header = _captions(app)
     assert "Model: recorded in run.json (a Langfuse trace, pydantic-ai)" in header
     assert DEMO not in header and "reasoning step" not in header
+
+
+def test_a_framework_task_shows_no_reply_cap_it_does_not_send(app: AppTest, db_path: Path) -> None:
+    # The header said "replies up to 3,000 tokens" where the agent sends its own cap (200).
+    task = Task(
+        input="Book a flight",
+        spec=AgentSpec(max_tokens=3000).model_dump(),
+        status=TaskStatus.COMPLETED,
+        extra_state={"pydantic_ai": {"messages": []}},
+    )
+    state = TaskState(task=task)
+    state.set_extra_state_json(dump_state(task.extra_state, task_id=task.task_id, step_id=""))
+    store = SQLiteStore(db_path)
+    try:
+        store.commit(new_task_change(state))
+    finally:
+        store.close()
+
+    app.query_params["task"] = task.task_id
+    app.switch_page("app_pages/stepper.py").run()
+    header = _captions(app)
+    assert "Model: the pydantic-ai agent's own" in header and "replies up to" not in header

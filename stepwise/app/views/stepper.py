@@ -53,7 +53,7 @@ from components.step_editor import (
 from components.step_travel import Travel, render_step_travel
 from components.task_form import agent_label, render_create_form
 from components.task_list import usage_cost_text
-from components.task_origin import model_text
+from components.task_origin import framework_of_task, model_text
 from components.task_tests import render_task_tests
 from components.thread_controls import (
     continuing,
@@ -155,9 +155,10 @@ def _header(task_state: TaskState, runner: ParallelAgentRunner) -> None:
     status_col.caption(limits_text(limits))
     with limits_col:
         render_limits_button(runner, task_state, limits, why_not=_limits_reason(task_state))
-    cap = max_tokens_text(spec)
     # A framework's agent runs on its own model (BaseAgentWorker.own_model).
     own = getattr(runner.agent_worker, "own_model", None)
+    # It sends its own reply cap too: the spec's is not in its requests.
+    cap = "" if own or framework_of_task(task) else max_tokens_text(spec)
     model = model_text(task, spec, own_model=own)
     line = f"Model: {model} · Agent: {agent_label(spec)}" + (f" · {cap}" if cap else "")
     st.text(line)  # names: not markdown
