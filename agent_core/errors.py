@@ -190,6 +190,8 @@ ERROR_CODES: Mapping[str, str] = {
     "sample_stale": "the task moved on since the step was sampled: the request its upcoming step "
     "would send now differs from the sampled one; sample it again",
     "sample_count_invalid": "a sample needs between 1 and `max` calls, and `n` were asked for",
+    "max_tokens_invalid": "a reply cap (`where`) is `value`, not a whole number of tokens of "
+    "at least 1 (stepwise serve's --max-tokens, STEPWISE_MAX_TOKENS)",
     # Runs side by side (agent_core.recordings.compare).
     "compare_runs_too_few": "a comparison needs two runs or more, and `runs` were given",
     "branch_not_found": "the task has no branch `branch_id` on which a step ran",

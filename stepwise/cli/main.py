@@ -86,6 +86,16 @@ def _workers(text: str) -> int:
     return count
 
 
+def _max_tokens(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of tokens (1 or more)")
+    return count
+
+
 def _db(text: str) -> Path | str:
     if is_url(text):  # A database server's URL (`open_store` says which schemes it reads).
         return text
@@ -109,6 +119,7 @@ Examples:
   stepwise serve
   stepwise serve --port 8000 --agent my_agent=my_agent.py:build_agent
   stepwise serve --mcp time="uvx mcp-server-time"
+  STEPWISE_MODEL=openai:smollm2 stepwise serve --max-tokens 512
   STEPWISE_API_TOKEN=... stepwise serve --host 0.0.0.0
   stepwise serve --db postgresql://stepwise@db.internal/stepwise --workers 4
 
@@ -162,6 +173,14 @@ def build_parser() -> argparse.ArgumentParser:
         "route. The team setup is --db postgresql://... (processes or machines on one "
         "database; a step one runs streams live to a watcher on another); a SQLite file "
         "takes a few processes of one machine (a watcher sees the others' steps as stored)",
+    )
+    serve.add_argument(
+        "--max-tokens",
+        type=_max_tokens,
+        metavar="N",
+        help="the most tokens one reply of the served agent may have (default: "
+        "$STEPWISE_MAX_TOKENS, else no cap): a small model on a local server may otherwise "
+        "write until its context is full",
     )
     add_services_parser(commands)
     add_db_parser(commands)
@@ -285,6 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tools=tools,
                 mcp=mcp,
                 workers=args.workers,
+                max_tokens=args.max_tokens,
             )
         from stepwise.cli.ui import has_file_targets, run_ui
 

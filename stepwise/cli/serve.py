@@ -24,12 +24,14 @@ def run_server(
     tools: Mapping[str, str],
     mcp: Mapping[str, str] | None = None,
     workers: int = 1,
+    max_tokens: int | None = None,
 ) -> int:
     """Serve until stopped (Ctrl+C, SIGTERM); the exit status.
 
     MCP servers (`mcp`, `{name: command or URL}`) start when a task first uses them. With
     `workers` > 1, uvicorn runs that many processes on the one port and database; each builds
     its app from the environment (`create_app_from_env`), where the settings are put first.
+    `max_tokens` caps the served agent's replies (`STEPWISE_MAX_TOKENS`; None: as set there).
 
     Raises:
         UserError: `host` is not a loopback address and no token is set.
@@ -42,7 +44,10 @@ def run_server(
     from stepwise.http.listening import uvicorn_options
     from stepwise.http.settings import check_exposure
     from stepwise.server import ServerSettings, create_app
+    from stepwise.server.settings import MAX_TOKENS_ENV
 
+    if max_tokens is not None:  # Through the environment, as the worker processes read it.
+        os.environ[MAX_TOKENS_ENV] = str(max_tokens)
     settings = ServerSettings()
     check_exposure(host, settings.token)
     # The registry and the store read the same variables as the app's, and so do the workers.
@@ -54,7 +59,7 @@ def run_server(
     print(
         f"Stepwise: serving http://{host}:{port} ({guarded}{processes}), project folder "
         f"{Path.cwd()}, database {masked_target(settings.db)}; "
-        f"{settings.default_model.summary()}; API docs at /docs",
+        f"{settings.default_model.summary()}{_cap_text(settings.max_tokens)}; API docs at /docs",
         file=sys.stderr,
         flush=True,
     )
@@ -70,3 +75,10 @@ def run_server(
     else:
         uvicorn.run(create_app(settings), **options, **uvicorn_options())
     return 0
+
+
+def _cap_text(max_tokens: int | None) -> str:
+    """The reply cap, for the start line: said, since without one a reply may run long."""
+    if max_tokens is None:
+        return ", no reply cap (--max-tokens N sets one)"
+    return f", replies up to {max_tokens:,} tokens"

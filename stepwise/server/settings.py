@@ -29,6 +29,7 @@ __all__ = [
     "DB_ENV",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
+    "MAX_TOKENS_ENV",
     "MODEL_ENV",
     "TOKEN_ENV",
     "ModelDefault",
@@ -40,6 +41,8 @@ __all__ = [
 ]
 
 MODEL_ENV = "STEPWISE_MODEL"
+MAX_TOKENS_ENV = "STEPWISE_MAX_TOKENS"
+"""The served agent's reply cap (`stepwise serve --max-tokens`); unset: no cap is sent."""
 DB_ENV = "STEPWISE_DB"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -117,6 +120,25 @@ class ModelDefault:
         return f"model {entry.model_ref(self.name)} {where}"
 
 
+def _max_tokens_from_env() -> int | None:
+    """`STEPWISE_MAX_TOKENS`: the most tokens one reply of the served agent may have."""
+    text = os.environ.get(MAX_TOKENS_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UserError(
+            f"{MAX_TOKENS_ENV}={text!r} is not a reply cap: give a whole number of tokens, "
+            "e.g. 512, or unset it for none",
+            code="max_tokens_invalid",
+            params={"where": MAX_TOKENS_ENV, "value": text},
+        )
+    return value
+
+
 def _db_from_env() -> Path | str:
     """`STEPWISE_DB`: a database URL as given, else a SQLite file's path (./stepwise.db)."""
     target = os.environ.get(DB_ENV) or "stepwise.db"
@@ -150,6 +172,8 @@ class ServerSettings:
             default): the built-in agent on `default_model`.
         default_model: The server's model (`STEPWISE_MODEL`, default: the demo): the model
             of every task, registered agent and Execute Agent request that names none.
+        max_tokens: The reply cap of the agent a task naming none gets
+            (`STEPWISE_MAX_TOKENS`, `stepwise serve --max-tokens`); None: none is sent.
         max_body_bytes: Largest request body read.
         max_messages: Most messages one Execute Agent request may carry.
     """
@@ -159,11 +183,17 @@ class ServerSettings:
     allowed_hosts: frozenset[str] = field(default_factory=allowed_hosts)
     default_agent: AgentSpec | None = None
     default_model: ModelDefault = field(default_factory=_default_model)
+    max_tokens: int | None = field(default_factory=_max_tokens_from_env)
     max_body_bytes: int = 1_000_000
     max_messages: int = 1_000
 
     def agent_spec(self) -> AgentSpec:
-        """The agent of a task naming none: `default_agent`, else the built-in one on the model."""
-        if self.default_agent is not None:
-            return self.default_agent
-        return AgentSpec(**self.default_model.agent_fields())
+        """The agent of a task naming none: `default_agent`, else the built-in one on the model.
+
+        Either gets `max_tokens` when it caps no reply itself: a small model on a local
+        server may otherwise write until its context is full (the hint of `model_busy`).
+        """
+        spec = self.default_agent or AgentSpec(**self.default_model.agent_fields())
+        if self.max_tokens is None or spec.max_tokens is not None:
+            return spec
+        return spec.model_copy(update={"max_tokens": self.max_tokens})

@@ -8,8 +8,15 @@ import pytest
 
 from agent_core.errors import UserError
 from agent_core.llms.catalog import PROVIDERS
+from agent_core.spec import AgentSpec
 from stepwise.server.execute import ModelChoice
-from stepwise.server.settings import MODEL_ENV, ModelDefault, ServedProvider, ServerSettings
+from stepwise.server.settings import (
+    MAX_TOKENS_ENV,
+    MODEL_ENV,
+    ModelDefault,
+    ServedProvider,
+    ServerSettings,
+)
 
 SERVED = [name for name, entry in PROVIDERS.items() if not entry.needs_person]
 
@@ -78,3 +85,24 @@ def test_the_default_agent_runs_on_the_server_model(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv(MODEL_ENV, "openai:smollm2")
     spec = ServerSettings().agent_spec()
     assert (spec.provider, spec.model) == ("openai", "smollm2")
+
+
+def test_stepwise_max_tokens_caps_the_served_agent_unless_it_caps_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(MAX_TOKENS_ENV, raising=False)
+    assert ServerSettings().agent_spec().max_tokens is None
+    monkeypatch.setenv(MAX_TOKENS_ENV, "200")
+    assert ServerSettings().agent_spec().max_tokens == 200
+    own = AgentSpec(max_tokens=50)
+    assert ServerSettings(default_agent=own).agent_spec().max_tokens == 50
+
+
+@pytest.mark.parametrize("setting", ["0", "-5", "lots", "1.5"])
+def test_a_max_tokens_that_is_no_cap_is_refused_with_its_code(
+    setting: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(MAX_TOKENS_ENV, setting)
+    with pytest.raises(UserError, match="is not a reply cap") as caught:
+        ServerSettings()
+    assert caught.value.code == "max_tokens_invalid"

@@ -61,13 +61,13 @@ def _either_agent(body: dict[str, Any]) -> Reply:
 
 
 @contextmanager
-def _serving(tmp_path: Path, **env: str) -> Iterator[tuple[str, subprocess.Popen]]:
-    """`stepwise serve --agent mine=agent.py:build_agent` in `tmp_path`, with `env`."""
+def _serving(tmp_path: Path, *args: str, **env: str) -> Iterator[tuple[str, subprocess.Popen]]:
+    """`stepwise serve --agent mine=agent.py:build_agent` in `tmp_path`, with `args`, `env`."""
     (tmp_path / "agent.py").write_text(AGENT)
     port = free_port()
     command = [*STEPWISE, "serve", "--port", str(port), "--db", str(tmp_path / "runs.db")]
     process = subprocess.Popen(
-        [*command, "--agent", "mine=agent.py:build_agent"],
+        [*command, "--agent", "mine=agent.py:build_agent", *args],
         cwd=tmp_path,
         env=_env(tmp_path, **env),
         stderr=subprocess.PIPE,
@@ -128,6 +128,30 @@ def test_serve_runs_tasks_and_registered_agents_on_its_model_and_says_which(tmp_
     assert host in built_with["base_url"]
     assert f"model openai:{MODEL} at {host}" in stderr
     assert KEY not in stderr and KEY not in json.dumps(health)
+
+
+def test_serve_max_tokens_caps_the_served_agents_replies_and_says_so(tmp_path):
+    # Its hint said to cap replies, and serve had no way to: every request went uncapped.
+    with OpenAIServer(policy=_either_agent, api_key=KEY) as model_server:
+        env = {
+            "STEPWISE_MODEL": f"openai:{MODEL}",
+            "OPENAI_BASE_URL": f"{model_server.url}/v1",
+            "OPENAI_API_KEY": KEY,
+        }
+        serving = _serving(tmp_path, "--max-tokens", "64", **env)
+        with serving as (url, process), httpx.Client(base_url=url) as client:
+            for body in (
+                {"input": "What is 1 + 2?"},
+                {"input": "Add 1 and 2", "additional_input": {"agent": "mine"}},
+            ):
+                task = client.post("/ap/v1/agent/tasks", json=body).json()
+                step = client.post(f"/ap/v1/agent/tasks/{task['task_id']}/steps", json={})
+                assert step.status_code == 200, step.text
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+    assert len(model_server.model_requests) == 2
+    assert [r.json.get("max_tokens") for r in model_server.model_requests] == [64, 64]
+    assert "replies up to 64 tokens" in stderr
 
 
 def test_serve_on_the_demo_says_it_is_scripted(tmp_path):
