@@ -12,8 +12,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, Field, PrivateAttr, SerializerFunctionWrapHandler, field_serializer
 
+from agent_core._lazy import materialized
 from agent_core._private_attrs import private
 from agent_core.effects import Effect
 from agent_core.llms.base import ChatMessage, Usage
@@ -429,6 +430,12 @@ class TaskState(BaseModel):
     """Bumped on every commit; lets two runners on one store detect each other's writes."""
 
     _extra_state_json: str | None = PrivateAttr(default=None)
+
+    @field_serializer("outputs", "snapshots", mode="wrap")
+    def _built(self, value: Any, handler: SerializerFunctionWrapHandler) -> Any:
+        # A loaded task builds its outputs and snapshots when read (`agent_core._lazy`); the
+        # serializer reads the dict's own storage, so it must see them all built.
+        return handler(materialized(value))
 
     @property
     def extra_state_json(self) -> str:

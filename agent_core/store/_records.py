@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import TypeAdapter
 
+from agent_core._lazy import LazyDict
+from agent_core.errors import StoreError
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.memory import ChatMemoryBuffer
 from agent_core.store.base import TaskSummary
@@ -92,6 +94,30 @@ def _load_output(data: str, step: TaskStep, steps: dict[str, TaskStep]) -> TaskS
     return TaskStepOutput.model_validate(fields)
 
 
+def _stored(task_id: str, what: str, load: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
+    """`load`, failing as a damaged task when a value read after loading cannot be built."""
+
+    def build(step_id: str, raw: Any) -> Any:
+        try:
+            return load(step_id, raw)
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            raise StoreError(
+                f"task {task_id} is damaged: the {what} of step {step_id} cannot be read "
+                f"({type(exc).__name__}: {str(exc)[:300]})",
+                hint="delete_task() still removes it; the other tasks are not affected",
+                task_id=task_id,
+            ) from exc
+
+    return build
+
+
+def _check_shape(what: str, step_id: str, raw: Any) -> None:
+    """Refuse at load what cannot be a stored object, without building it (that comes later)."""
+    if isinstance(raw, bytes) or (isinstance(raw, str) and raw.lstrip().startswith("{")):
+        return
+    raise ValueError(f"the {what} of step {step_id} is not a stored object: {str(raw)[:40]!r}")
+
+
 def summary_of(state: TaskState) -> TaskSummary:
     """The list-view line for a task."""
     task = state.task
@@ -125,8 +151,7 @@ def damaged_summary(task_id: object, task_input: object, exc: Exception) -> Task
     )
 
 
-def _ran_at(output: TaskStepOutput) -> datetime:
-    step = output.task_step
+def _step_ran_at(step: TaskStep) -> datetime:
     return step.finished_at or step.created_at
 
 
@@ -145,10 +170,16 @@ def assemble_state(
     version: int,
     messages: list[ChatMessage],
     steps: Iterable[TaskStep],
-    outputs: Iterable[tuple[str, str]],
-    snapshots: Iterable[StepSnapshot],
+    outputs: Iterable[tuple[str, Any]],
+    snapshots: Iterable[tuple[str, str]],
+    unpack: Callable[[Any], str] = str,
 ) -> TaskState:
-    """Rebuild a `TaskState` from stored records (`outputs` as (step_id, JSON) pairs)."""
+    """Rebuild a `TaskState` from stored records.
+
+    `outputs` and `snapshots` are (step_id, stored JSON) pairs, `unpack` turning an output's
+    stored value into its JSON. They are built when first read (`agent_core._lazy`): a long
+    task's load validated thousands that no one reads.
+    """
     row = json.loads(task_json)
     token_limit = row.pop("token_limit")
     queue = row.pop("queue")
@@ -165,21 +196,52 @@ def assemble_state(
         (s for s in step_map.values() if _in_history(s)),
         key=lambda s: s.number or 0,
     )
-    loaded = [
-        _load_output(data, step_map[step_id], step_map)
-        for step_id, data in outputs
-        if step_id in step_map
-    ]
     state = TaskState(
         task=task,
         steps=step_map,
-        # In the order the steps ran, as a live runner adds them: rows come in the order the
-        # steps were created, and feedback is created after the step queued before it runs.
-        outputs={o.task_step.step_id: o for o in sorted(loaded, key=_ran_at)},
         queue=queue,
         completed=[step.step_id for step in completed],
-        snapshots={snap.step_id: snap for snap in snapshots},
         version=version,
     )
+    state.outputs = _lazy_outputs(task.task_id, outputs, step_map, unpack)
+    state.snapshots = _lazy_snapshots(task.task_id, snapshots)
     state.set_extra_state_json(extra_state_json)
     return state
+
+
+def _lazy_outputs(
+    task_id: str,
+    outputs: Iterable[tuple[str, Any]],
+    steps: dict[str, TaskStep],
+    unpack: Callable[[Any], str],
+) -> LazyDict:
+    """The outputs in the order the steps ran, as a live runner adds them.
+
+    Rows come in the order the steps were created, and feedback is created after the step
+    queued before it runs.
+    """
+    raw = {}
+    for step_id, data in outputs:
+        if step_id in steps:
+            _check_shape("output", step_id, data)
+            raw[step_id] = data
+    ordered = sorted(raw, key=lambda step_id: _step_ran_at(steps[step_id]))
+
+    def load(step_id: str, data: Any) -> TaskStepOutput:
+        return _load_output(unpack(data), steps[step_id], steps)
+
+    return LazyDict({i: raw[i] for i in ordered}, _stored(task_id, "output", load))
+
+
+def _lazy_snapshots(task_id: str, snapshots: Iterable[tuple[str, str]]) -> LazyDict:
+    raw = {}
+    for step_id, data in snapshots:
+        _check_shape("undo snapshot", step_id, data)
+        raw[step_id] = data
+
+    def load(step_id: str, data: str) -> StepSnapshot:
+        snapshot = StepSnapshot.model_validate_json(data)
+        snapshot.step_id = step_id  # Its key: a renamed copy (a fork) keeps the stored JSON.
+        return snapshot
+
+    return LazyDict(raw, _stored(task_id, "undo snapshot", load))

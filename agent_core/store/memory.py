@@ -27,7 +27,7 @@ from agent_core.store._records import (
 from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
 from agent_core.store.ledger import LedgerEntry
 from agent_core.store.listeners import CommitListener, CommitListeners
-from agent_core.types import StepSnapshot, TaskState, TaskStep, utcnow
+from agent_core.types import TaskState, TaskStep, utcnow
 
 __all__ = ["InMemoryStore"]
 
@@ -139,7 +139,7 @@ class InMemoryStore:
                 messages=list(records.messages),
                 steps=[TaskStep.model_validate_json(s) for s in records.steps.values()],
                 outputs=list(records.outputs.items()),
-                snapshots=[StepSnapshot.model_validate_json(s) for s in records.snapshots.values()],
+                snapshots=list(records.snapshots.items()),
             )
 
     def load_messages_sent(self, task_id: str, step_id: str) -> list[ChatMessage]:

@@ -37,7 +37,7 @@ from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
 from agent_core.store.ledger import LedgerEntry
 from agent_core.store.listeners import CommitListener, CommitListeners
 from agent_core.store.pg_pool import ConnectionPool
-from agent_core.types import StepSnapshot, TaskState, TaskStatus, TaskStep, utcnow
+from agent_core.types import TaskState, TaskStatus, TaskStep, utcnow
 
 __all__ = ["PostgresStore", "masked_url"]
 
@@ -523,7 +523,7 @@ def _assemble(row: tuple[Any, ...]) -> TaskState:
         messages=[ChatMessage.model_validate_json(message) for message in row[4]],
         steps=[TaskStep.model_validate_json(step) for step in data],
         outputs=[(sid, output) for sid, output in zip(ids, outputs, strict=True) if output],
-        snapshots=[StepSnapshot.model_validate_json(snap) for snap in snapshots if snap],
+        snapshots=[(sid, snap) for sid, snap in zip(ids, snapshots, strict=True) if snap],
     )
 
 

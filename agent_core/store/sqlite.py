@@ -33,7 +33,7 @@ from agent_core.store._records import (
 from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
 from agent_core.store.ledger import LedgerEntry
 from agent_core.store.listeners import CommitListener, CommitListeners
-from agent_core.types import StepSnapshot, TaskState, TaskStatus, TaskStep, utcnow
+from agent_core.types import TaskState, TaskStatus, TaskStep, utcnow
 
 __all__ = ["SQLiteStore"]
 
@@ -483,10 +483,9 @@ class SQLiteStore:
             version=row[3],
             messages=self._read_messages(task_id),
             steps=[TaskStep.model_validate_json(data) for _, data, _, _ in rows],
-            outputs=[(sid, unpack(output)) for sid, _, output, _ in rows if output],
-            snapshots=[
-                StepSnapshot.model_validate_json(snapshot) for _, _, _, snapshot in rows if snapshot
-            ],
+            outputs=[(sid, output) for sid, _, output, _ in rows if output],
+            snapshots=[(sid, snapshot) for sid, _, _, snapshot in rows if snapshot],
+            unpack=unpack,
         )
 
     def task_version(self, task_id: str) -> int | None:
