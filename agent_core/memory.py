@@ -124,6 +124,16 @@ class ChatMemoryBuffer(BaseModel):
         self.messages = list(messages)
         self._reindex()
 
+    def shared_copy(self) -> ChatMemoryBuffer:
+        """A buffer of its own holding the same message objects (they are frozen).
+
+        A copy of a long task (a fork) must not copy its thousands of messages one by one.
+        """
+        copied = self.model_copy()
+        copied.messages = list(self.messages)
+        copied._cumulative = list(private(self, "_cumulative"))
+        return copied
+
     def reset(self) -> None:
         """Forget every message."""
         self.set([])

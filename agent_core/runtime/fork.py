@@ -14,11 +14,13 @@ An imported task can be forked so: its recorded steps touched no folder of this 
 
 from __future__ import annotations
 
+import copy
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
+from agent_core._lazy import LazyDict
 from agent_core.effects import Effect, FileWriteEffect
 from agent_core.errors import UserError
 from agent_core.runtime import undo
@@ -28,10 +30,13 @@ from agent_core.store.base import MemoryWrite, TaskChange
 from agent_core.task_files import workspace_folder
 from agent_core.types import (
     ForkPoint,
+    StepSnapshot,
     StepStatus,
+    Task,
     TaskState,
     TaskStatus,
     TaskStep,
+    TaskStepOutput,
     new_id,
     utcnow,
 )
@@ -80,58 +85,95 @@ def agent_named(name: str, base: dict[str, Any] | None, registry: Any) -> Any:
     return _agent_names(name, base, registry)
 
 
-def renamed_copy(state: TaskState, task_id: str) -> tuple[TaskState, dict[str, str]]:
+def renamed_copy(
+    state: TaskState, task_id: str, *, leave_out: Collection[str] = ()
+) -> tuple[TaskState, dict[str, str]]:
     """A copy of `state` under `task_id` with fresh step ids, at version 1; and the id map.
 
     The copy starts a thread of its own. Links to steps the state lacks are dropped: they
     name nothing there (undo removes the steps it dequeues), and a dangling id could name a
-    step of another task.
+    step of another task. Steps in `leave_out` are not copied (a fork's undone later steps).
+
+    What no one changes in place is shared, not copied: messages (frozen), the outputs' and
+    snapshots' contents; a step gets its own lists and dicts.
     """
-    ids = {old: new_id() for old in state.steps}
-    steps = {ids[old]: _renamed_step(step, task_id, ids) for old, step in state.steps.items()}
+    ids = {old: new_id() for old in state.steps if old not in leave_out}
+    queued = set(state.queue)
+    steps = {
+        ids[old]: _renamed_step(step, task_id, ids, deep=old in queued)
+        for old, step in state.steps.items()
+        if old in ids
+    }
     outputs = {
-        ids[old]: output.model_copy(
-            update={
-                "task_step": steps[ids[old]],
-                "next_steps": [
-                    steps[ids[s.step_id]] for s in output.next_steps if s.step_id in ids
-                ],
-            }
-        )
-        for old, output in state.outputs.items()
+        ids[old]: _renamed_output(state.outputs[old], steps[ids[old]], steps, ids)
+        for old in state.outputs
+        if old in ids
     }
-    snapshots = {
-        ids[old]: snap.model_copy(update={"step_id": ids[old]})
-        for old, snap in state.snapshots.items()
-    }
-    task = state.task.model_copy(
-        update={"task_id": task_id, "thread_id": task_id, "updated_at": utcnow()}, deep=True
-    )
+    snapshots = _renamed_snapshots(state.snapshots, ids)
+    task = _task_copy(state.task, update={"task_id": task_id, "thread_id": task_id})
     renamed = TaskState(
         task=task,
         steps=steps,
-        outputs=outputs,
-        queue=[ids[s] for s in state.queue],
-        completed=[ids[s] for s in state.completed],
-        snapshots=snapshots,
+        queue=[ids[s] for s in state.queue if s in ids],
+        completed=[ids[s] for s in state.completed if s in ids],
         version=1,
     )
+    renamed.outputs, renamed.snapshots = outputs, snapshots  # Built: not validated again.
     renamed.set_extra_state_json(dump_state(task.extra_state, task_id=task_id, step_id=""))
     return renamed, ids
 
 
-def _renamed_step(step: TaskStep, task_id: str, ids: dict[str, str]) -> TaskStep:
-    return step.model_copy(
-        update={
-            "task_id": task_id,
-            "step_id": ids[step.step_id],
-            "prev_step_ids": [ids[s] for s in step.prev_step_ids if s in ids],
-            "next_step_ids": [ids[s] for s in step.next_step_ids if s in ids],
-            "depends_on": [ids[s] for s in step.depends_on if s in ids],
-            "claimed_by": None,
-        },
-        deep=True,
-    )
+def _renamed_snapshots(
+    snapshots: dict[str, StepSnapshot], ids: dict[str, str]
+) -> dict[str, StepSnapshot]:
+    """The snapshots under their new ids; a loaded task's stay unread (undo reads a few)."""
+    if isinstance(snapshots, LazyDict):
+        return snapshots.renamed(ids, lambda new, snap: snap.model_copy(update={"step_id": new}))
+    return {
+        ids[old]: snap.model_copy(update={"step_id": ids[old]})
+        for old, snap in snapshots.items()
+        if old in ids
+    }
+
+
+def _task_copy(task: Task, update: dict[str, Any]) -> Task:
+    """A deep copy of `task` whose memory shares its (frozen) messages."""
+    memo = {id(task.memory): task.memory.shared_copy()}
+    copied = copy.deepcopy(task, memo)
+    for name, value in {**update, "updated_at": utcnow()}.items():
+        setattr(copied, name, value)
+    return copied
+
+
+def _renamed_output(
+    output: TaskStepOutput, step: TaskStep, steps: dict[str, TaskStep], ids: dict[str, str]
+) -> TaskStepOutput:
+    next_steps = [steps[ids[s.step_id]] for s in output.next_steps if s.step_id in ids]
+    return output.model_copy(update={"task_step": step, "next_steps": next_steps})
+
+
+def _renamed_step(step: TaskStep, task_id: str, ids: dict[str, str], *, deep: bool) -> TaskStep:
+    """The step under its new id; a step that ran shares its input, a queued one copies it.
+
+    A queued step is still worked on (its state, its input edited); a step that ran is
+    history, and a deep copy of each made a long task's fork slow.
+    """
+    update: dict[str, Any] = {
+        "task_id": task_id,
+        "step_id": ids[step.step_id],
+        "prev_step_ids": [ids[s] for s in step.prev_step_ids if s in ids],
+        "next_step_ids": [ids[s] for s in step.next_step_ids if s in ids],
+        "depends_on": [ids[s] for s in step.depends_on if s in ids],
+        "claimed_by": None,
+    }
+    if not deep:
+        update |= {
+            "step_state": dict(step.step_state),
+            "cannot": dict(step.cannot),
+            "error_params": dict(step.error_params),
+            "undo_warnings": list(step.undo_warnings),
+        }
+    return step.model_copy(update=update, deep=deep)
 
 
 def new_task_change(state: TaskState) -> TaskChange:
@@ -171,7 +213,9 @@ def fork_state(original: TaskState, step_id: str, *, agent: ForkAgent | None = N
         )
     if agent is not None:
         _check_agent(original, step_id, agent)
-    fork, ids = renamed_copy(original, new_id())
+    later = original.completed[original.completed.index(step_id) + 1 :]
+    undone_after = _undone_after(original, step_id)
+    fork, ids = renamed_copy(original, new_id(), leave_out=set(undone_after))
     point = original.steps[step_id]
     fork.task.forked_from = ForkPoint(
         task_id=original.task_id, step_id=step_id, number=point.number
@@ -180,12 +224,10 @@ def fork_state(original: TaskState, step_id: str, *, agent: ForkAgent | None = N
     fork.task.continued_from = None  # A thread of its own, as `renamed_copy` made it.
     fork.task.status = TaskStatus.ACTIVE
     _copy_workspace(original, fork)
-    later = original.completed[original.completed.index(step_id) + 1 :]
-    undone_after = _undone_after(original, step_id)
     change = TaskChange(state=fork, base_version=None)
     if later:
         undo.undo_steps(fork, change, len(later))
-    _drop(fork, {ids[s] for s in [*later, *undone_after]})
+    _drop(fork, {ids[s] for s in later})
     _rebranch(fork)
     _unedit(fork)
     if agent is not None:

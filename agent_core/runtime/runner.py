@@ -439,9 +439,12 @@ class AgentRunner(LlamaIndexRunnerAPI):
             UserError: `fork_tool_missing` (the agent lacks a tool the recording called),
                 `fork_calls_unanswered`, `conversation_not_editable`, or as without `agent`.
         """
-        original = self.snapshot_task_state(task_id)
+        original = self._task_state(task_id)
         chosen = None if agent is None else self._fork_agent(agent, registry)
-        fork = fork_state(original, step_id, agent=chosen)
+        # `fork_state` only reads the original: under its lock no step commits meanwhile, and
+        # no copy of the whole task is made first (the fork copies what it keeps).
+        with self._lock(task_id):
+            fork = fork_state(original, step_id, agent=chosen)
         self._commit(fork, new_task_change(fork))
         self.state.task_dict[fork.task_id] = fork
         telemetry_hooks.task_event(fork, "task_forked", text=task_id)

@@ -335,3 +335,24 @@ def test_a_fork_leaves_out_edits_and_undone_steps_from_after_its_point(make_agen
     last = runner.get_task_state(runner.fork_task(task.task_id, state.completed[1]).task_id)
     assert not last.steps[last.queue[0]].edited
     assert last.steps[last.queue[0]].input == upcoming.input
+
+
+def test_a_fork_of_a_reloaded_task_undoes_and_keeps_the_original_as_it_was(
+    make_agent, tmp_path: Path
+):
+    """Issue 33: a reloaded task's outputs and snapshots are read lazily; a fork of it is exact."""
+    runner, _ = make_agent(store=SQLiteStore(tmp_path / "f.db"))
+    task = runner.create_task(QUESTION)
+    runner.run_step(task.task_id)
+    runner.run_step(task.task_id)
+    again = AgentRunner(runner.agent_worker, store=SQLiteStore(tmp_path / "f.db"))
+    original = again.get_task_state(task.task_id)
+    first, second = original.completed
+    fork = again.get_task_state(again.fork_task(task.task_id, first).task_id)
+    assert len(fork.completed) == 1 and fork.outputs[fork.completed[0]].task_step.number == 1
+    assert fork.snapshots[fork.completed[0]].step_id == fork.completed[0]
+    assert len(fork.task.memory) == original.snapshots[second].memory.length
+    again.undo_step(fork.task_id)
+    assert again.get_task_state(fork.task_id).completed == []
+    reread = AgentRunner(runner.agent_worker, store=SQLiteStore(tmp_path / "f.db"))
+    assert reread.get_task_state(task.task_id).completed == [first, second]
