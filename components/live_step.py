@@ -5,6 +5,9 @@ reruns. Every rerun draws the task's live runs here and then watches them, so a 
 was reloaded, or opened in a second tab, picks a running step up where it is and shows its
 result when it ends. Streamlit checks for a rerun request (a click, a reload) at each element
 it draws, so the watch redraws at least every `_TICK_S`: Stop is answered within that time.
+
+A step another process runs (`stepwise serve`, a user's attached program) is drawn the same
+way: the app's host relays its events (`Host.runs_of`), and its Stop asks that process.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ import streamlit as st
 
 from agent_core import ParallelAgentRunner, StepRun
 from agent_core.events import StepEvent
-from components import state
+from agent_core.runtime.step_runs import LIVE_RUNS
+from components import runtime, state
 from components.actions import attempt
 
-__all__ = ["render_live_step", "shown_text", "watch_live_steps"]
+__all__ = ["render_live_step", "shown_text", "wait_for_runs_elsewhere", "watch_live_steps"]
 
 _TICK_S = 0.25
 _CALL_PREVIEW_CHARS = 200
@@ -27,8 +31,10 @@ _CALL_PREVIEW_CHARS = 200
 
 def render_live_step(runner: ParallelAgentRunner, run: StepRun) -> Any:
     """Draw a running step's box and its Stop button; returns the placeholder to watch into."""
+    here = LIVE_RUNS.get(run.step_id) is run
     with st.container(border=True):
-        st.markdown("**Running step** · the model's reply appears as it streams")
+        where = "" if here else " in another process (a server, or your program)"
+        st.markdown(f"**Running step{where}** · the model's reply appears as it streams")
         placeholder = st.empty()
         placeholder.code(shown_text(list(run.watch(timeout=0))), language=None, wrap_lines=True)
         if st.button(
@@ -37,7 +43,9 @@ def render_live_step(runner: ParallelAgentRunner, run: StepRun) -> Any:
             help="Stops this step. It is marked failed (stopped by you); edit it and run it "
             "again, or undo. Steps already completed stay.",
         ):
-            stopped = attempt(lambda: runner.cancel_step(run.task_id, run.step_id))
+            # Another process's step: the host asks that process to stop it, and waits.
+            stop = runner.cancel_step if here else runtime.shared_host().cancel_step
+            stopped = attempt(lambda: stop(run.task_id, run.step_id))
             if stopped:
                 state.push_notice("info", "Stopped the step. Edit its input and run it again.")
             st.rerun()
@@ -65,6 +73,27 @@ def watch_live_steps(
         if ended or (changed is not None and changed()):
             break
     st.rerun()
+
+
+def wait_for_runs_elsewhere(
+    task_id: str, step_ids: set[str], *, changed: Callable[[], bool]
+) -> None:
+    """Steps run in another process and none of their events arrived yet: wait, then rerun.
+
+    The app's host watches the task meanwhile (its lease asks that process for its events);
+    the page is drawn again when a run arrives or the task moves on. Redrawn every
+    `_TICK_S`, so a click is answered within that time.
+    """
+    if not step_ids:
+        return
+    host = runtime.shared_host()
+    tick = st.empty()
+    while True:
+        tick.caption("Waiting for the live output of the step another process runs…")
+        host.wait_for_change(_TICK_S)
+        arrived = any(run.step_id in step_ids for run in host.runs_of(task_id))
+        if arrived or changed():
+            st.rerun()
 
 
 def shown_text(events: list[StepEvent]) -> str:

@@ -234,19 +234,21 @@ class Host:
     def cancel_step(self, task_id: str, step_id: str, *, wait: float = 10.0) -> ParallelAgentRunner:
         """Stop a running step, in this process or in the one running it.
 
-        Returns the task's runner, to answer with the task as it is after the stop.
+        Returns a runner to answer with the task as it is after the stop (the task's own
+        when the step ran here; the reader when it ran elsewhere: stopping a step another
+        process runs needs no key for the task's model).
 
         Raises:
             UserError: The step is not running (or runs elsewhere and no feed reaches it).
         """
-        runner = self.runner_for_task(task_id)
-        step = runner.get_step(task_id, step_id)
+        step = self.reader().get_step(task_id, step_id)
         if (
             (self._bridge is None and not self.stops.available)
             or LIVE_RUNS.get(step_id) is not None
             or step.status is not StepStatus.RUNNING
             or claim_is_stale(step.claimed_by, step_id)  # Its process is gone: nobody to tell.
         ):
+            runner = self.runner_for_task(task_id)
             runner.cancel_step(task_id, step_id, wait=wait)
             return runner
         if self._bridge is not None:
@@ -256,7 +258,7 @@ class Host:
             self._wait_stopped(task_id, step_id, wait)
         finally:
             self.stops.withdraw(step_id)
-        return self.runner_for_task(task_id)
+        return self.reader()
 
     def _wait_stopped(self, task_id: str, step_id: str, wait: float) -> None:
         deadline = time.monotonic() + wait

@@ -36,7 +36,7 @@ from components.conversation_editor import (
 )
 from components.database import DATABASE_DOWN, render_database_down, when_database_answers
 from components.graph_panel import render_graph_panel
-from components.live_step import render_live_step, watch_live_steps
+from components.live_step import render_live_step, wait_for_runs_elsewhere, watch_live_steps
 from components.memory_view import render_memory
 from components.messages import plain, plural, token_count, tokens_text
 from components.model_choice import max_tokens_text
@@ -94,8 +94,10 @@ class _View:
     """Why nothing can run ("" when the task is active and its runner is built)."""
     human: HumanLLM | None
     live: frozenset[str]
-    """Steps running in the runtime now."""
+    """Steps running now, in this process's runtime or another process's."""
     until_running: bool
+    runs: tuple[StepRun, ...] = ()
+    """Their runs: this process's, and those the host relays from other processes."""
 
     @property
     def active(self) -> bool:
@@ -419,8 +421,7 @@ def _upcoming(view: _View) -> list[tuple[StepRun, Any]]:
     st.subheader("Upcoming steps", anchor=False)
     render_kept_text(view.task_state.task_id)
     runner, task_state = view.runner, view.task_state
-    runs = [run for run in runner.running_steps(task_state.task_id) if run.step_id in view.live]
-    watched = [(run, render_live_step(runner, run)) for run in runs]
+    watched = [(run, render_live_step(runner, run)) for run in view.runs]
     steps = task_state.step_queue
     if not steps or task_state.task.status in (TaskStatus.COMPLETED, TaskStatus.ABANDONED):
         _finished(view)
@@ -614,13 +615,15 @@ def _task_view(task_id: str) -> None:
     render_rerun_offer(runner, task_state)  # Re-run on save: the user's code changed since.
     until_running = run_until_job.render_running(task_id)
     ready_steps_job.render_running(runner, task_id)  # Its steps stream under Upcoming steps.
+    runs = _live_runs(runner, task_state)
     view = _View(
         runner=runner,
         task_state=task_state,
         why_read_only=why_read_only,
         human=None if why_read_only else _human_llm(runner),
-        live=frozenset(run.step_id for run in runner.running_steps(task_id)),
+        live=frozenset(run.step_id for run in runs),
         until_running=until_running,
+        runs=tuple(runs),
     )
     _controls(view)
     show_notice(where=_CONTROLS)  # What a control just did, right under the controls.
@@ -642,11 +645,37 @@ def _task_view(task_id: str) -> None:
         return runner.get_task_state(task_id).version != task_state.version
 
     watch_live_steps(watched, changed=changed)  # Last: the page is drawn while a step streams.
+    wait_for_runs_elsewhere(task_id, _running_elsewhere(view), changed=changed)
     if until_running:
         drawn = {run.step_id for run, _ in watched}
         run_until_job.wait_while_running(runner, task_id, drawn, drawn_version=task_state.version)
     if changed():
         st.rerun()  # A step ended while the page was drawn: show what it left.
+
+
+def _live_runs(runner: ParallelAgentRunner, task_state: TaskState) -> list[StepRun]:
+    """The task's runs: this process's, then other processes' whose steps still run.
+
+    Another process's run heard before its step's end reached the store is left out once
+    the drawn state says the step ended.
+    """
+    local = runner.running_steps(task_state.task_id)
+    here = {run.step_id for run in local}
+    running = {i for i, step in task_state.steps.items() if step.status is StepStatus.RUNNING}
+    elsewhere = runtime.shared_host().runs_of(task_state.task_id)
+    return [*local, *(r for r in elsewhere if r.step_id not in here and r.step_id in running)]
+
+
+def _running_elsewhere(view: _View) -> set[str]:
+    """Steps another live process runs whose events have not arrived (none yet, or never)."""
+    runner, task_state = view.runner, view.task_state
+    return {
+        step_id
+        for step_id, step in task_state.steps.items()
+        if step.status is StepStatus.RUNNING
+        and step_id not in view.live
+        and not runner.is_interrupted(task_state.task_id, step_id)
+    }
 
 
 def _cannot_show(task_id: str, error: Exception) -> None:

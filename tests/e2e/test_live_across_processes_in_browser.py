@@ -1,0 +1,133 @@
+"""The app shows, live, a step that `stepwise serve` runs on the same database, and stops it.
+
+Three processes on one SQLite file, as a user has them: `stepwise serve` running a step whose
+model (the loopback OpenAI server) streams its reply slowly, the app (`streamlit run`) on the
+same file, and headless Chromium on the app. The app's host reads the step's token deltas
+from the relay table (`agent_core.host.live_relay`) and its Stop asks the server's process to
+stop the step (`agent_core.host.stops`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+from agent_core.host import Host
+from agent_core.runtime.step_runs import STOPPED_BY_YOU
+from agent_core.types import StepStatus
+from tests._serve_process import wait_healthy
+from tests.llm_servers import OpenAIServer, Reply
+
+from .conftest import ARTIFACTS, ROOT, _free_port, serving, streamlit_run
+
+STORY = " ".join(f"word{n}" for n in range(200))
+
+
+def slow_story(body: dict[str, Any]) -> Reply:
+    """A long reply, one word every 0.1 s: the step runs for about 20 s unless stopped."""
+    return Reply(text=f"Answer: {STORY}", delay_s=0.1)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "shared.db")
+
+
+@pytest.fixture
+def model() -> Iterator[OpenAIServer]:
+    with OpenAIServer(policy=slow_story) as server:
+        yield server
+
+
+@pytest.fixture
+def served(tmp_path: Path, db: str, model: OpenAIServer) -> Iterator[str]:
+    """`stepwise serve` on the shared file, its model the loopback server; its URL."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "STEPWISE_WORKSPACES": str(tmp_path / "ws"),
+        "STEPWISE_MODEL": "openai:loopback-model",
+        "OPENAI_BASE_URL": f"{model.url}/v1",
+        "OPENAI_API_KEY": "sk-loopback",
+    }
+    env.pop("STEPWISE_API_TOKEN", None)
+    log = tmp_path / "serve.log"
+    command = [sys.executable, "-m", "stepwise.cli", "serve", "--port", str(port), "--db", db]
+    with log.open("wb") as out:
+        import subprocess
+
+        process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=out, stderr=out)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, process, output=lambda: log.read_text()[-3000:])
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=30)
+
+
+@pytest.fixture
+def app_on(tmp_path: Path, db: str, model: OpenAIServer) -> Iterator[str]:
+    """The app on the shared file, with the server's model settings (one user, one machine)."""
+    from components.dag_view import ensure_static_assets
+
+    ensure_static_assets()
+    port = _free_port()
+    env = {
+        **os.environ,
+        "STEPWISE_DB": db,
+        "STEPWISE_WORKSPACES": str(tmp_path / "ws"),
+        "OPENAI_BASE_URL": f"{model.url}/v1",
+        "OPENAI_API_KEY": "sk-loopback",
+    }
+    command = streamlit_run(ROOT / "app.py", port, "--server.enableStaticServing", "true")
+    with serving(command, cwd=tmp_path, env=env, log=tmp_path / "streamlit.log", port=port) as url:
+        yield url
+
+
+def _run_step_on_server(url: str, task_id: str, answer: dict[str, Any]) -> None:
+    with httpx.Client(timeout=120) as http:
+        reply = http.post(f"{url}/ap/v1/agent/tasks/{task_id}/steps", json={})
+        answer["status"] = reply.status_code
+
+
+def test_the_app_shows_live_tokens_of_a_step_serve_runs_and_stops_it(
+    page: Page, served: str, app_on: str, db: str
+) -> None:
+    task = httpx.post(f"{served}/ap/v1/agent/tasks", json={"input": "Tell me a story"}, timeout=30)
+    task_id = task.json()["task_id"]
+    answer: dict[str, Any] = {}
+    stepping = threading.Thread(target=_run_step_on_server, args=(served, task_id, answer))
+    stepping.start()
+
+    page.goto(f"{app_on}/?task={task_id}")
+    box = page.get_by_text("Running step in another process")
+    box.wait_for(timeout=60_000)
+    live = page.locator("code").filter(has_text="word")
+    expect(live.first).to_contain_text("word5", timeout=30_000)
+    first = live.first.inner_text()
+    expect(live.first).not_to_have_text(first, timeout=10_000)  # It grows as it streams.
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "live_across_processes.png"), full_page=True)
+
+    page.get_by_role("button", name="Stop", exact=True).first.click()
+    stepping.join(timeout=60)
+    assert not stepping.is_alive()
+    expect(page.get_by_text("Stopped the step.").first).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("Running step in another process")).to_have_count(0)
+    page.screenshot(path=str(ARTIFACTS / "live_across_processes_stopped.png"), full_page=True)
+    with Host(db) as host:
+        [step] = host.reader().get_task_state(task_id).steps.values()
+    assert step.status is StepStatus.FAILED and step.error == STOPPED_BY_YOU, step
