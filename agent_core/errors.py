@@ -115,6 +115,9 @@ ERROR_CODES: Mapping[str, str] = {
     "skip, a rejection or feedback); `reason` says why",
     "model_stream_broken": "the model's server opened a reply stream and closed it before "
     "sending anything (`server`)",
+    "model_stream_cut": "the model's server ended a reply stream mid-reply, without saying "
+    "why the reply ended (no finish reason): the reply (`chars` characters so far) is "
+    "incomplete, so it was not kept (`server`)",
     "model_stream_unimplemented": "a framework agent's own model (`model`) does not implement "
     "the method (`method`) Stepwise streams its replies through (the Agents SDK's "
     "`Model.stream_response`)",

@@ -34,6 +34,9 @@ counts how often each one fired, so a test can assert its fault was injected.
   client leaves, unless the request caps it with `max_tokens` / `max_completion_tokens`: then
   that many words (one token each) and finish_reason "length".
 - `"no_stream_usage"`: streams carry no usage chunk, even when `include_usage` asks for one.
+- `"cut_stream"`: a streamed reply stops halfway through its text (its tool calls left out)
+  and the body ends cleanly: no finish reason, no usage chunk, no `data: [DONE]` (a server or
+  proxy that lost the generation mid-reply). The script's reply is consumed.
 - `"streamed_tools_refused"`: a streamed request that offers tools gets the broken stream above
   (llama-cpp-python 0.3.36 with `--chat_format chatml-function-calling` raises "Automatic
   streaming tool choice is not supported" once the stream has opened: seen by hand with
@@ -101,6 +104,7 @@ QUIRKS = frozenset(
         "broken_stream",
         "endless_reply",
         "no_stream_usage",
+        "cut_stream",
         "streamed_tools_refused",
         "stale_keepalive",
     }
@@ -885,7 +889,11 @@ class OpenAIServer(LoopbackModelServer):
             return self._chunk(completion_id, model, body, delta, finish)
 
         yield chunk({"role": "assistant", "content": ""})
-        for word in _words(reply.text):
+        words = list(_words(reply.text))
+        if self._hit("cut_stream"):  # Half the text, then a clean end with nothing else.
+            yield from (chunk({"content": word}) for word in words[: max(1, len(words) // 2)])
+            return
+        for word in words:
             yield chunk({"content": word})
         calls = self._calls(reply)
         for index, (call_id, call) in enumerate(calls):

@@ -112,6 +112,19 @@ def _broken_stream(where: str, cause: str) -> LLMConnectionError:
     )
 
 
+def _cut_stream(where: str, chars: int) -> LLMConnectionError:
+    return LLMConnectionError(
+        f"{where} ended the reply stream mid-reply, without a finish reason, after "
+        f"{chars:,} characters: the reply is cut off, so it was not kept as an answer",
+        hint="the server (or a proxy in front of it) lost the reply while sending it: read its "
+        "log, then run the step again",
+        remedy="retry",
+        retryable=True,
+        code="model_stream_cut",
+        params={"server": where, "chars": chars},
+    )
+
+
 def parse_tool_arguments(text: str) -> dict[str, Any]:
     """Tool arguments as a dict; text that is not a JSON object is kept raw for the tool to refuse.
 
@@ -192,6 +205,8 @@ async def relay_stream(
     Raises:
         LLMConnectionError: `model_stream_broken`: the stream opened, then ended or failed
             before its first event. That is no reply (not an empty one): the step fails.
+            `model_stream_cut`: the stream ended cleanly with no finish reason: a reply cut
+            off mid-way, which would otherwise be kept as a whole answer.
     """
     stream = await with_retries(open_stream, policy)
     received = False
@@ -210,6 +225,8 @@ async def relay_stream(
         await stream.close()  # Also when the consumer stops early: frees the connection.
     if not received:
         raise _broken_stream(where, "")
+    if reply.finish_reason is None:
+        raise _cut_stream(where, len(reply.text))
     message = ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls())
     response = ChatResponse(
         message=message,

@@ -261,6 +261,32 @@ def test_a_broken_stream_fails_its_step_instead_of_ending_the_task() -> None:
     assert outputs[-1].output == "The answer is 3."
 
 
+def test_a_stream_cut_mid_reply_is_a_retryable_error_not_an_answer() -> None:
+    # It ended cleanly with no finish reason and no [DONE]: saved as a whole answer.
+    reply = "The answer is three, and here is why it is three."
+    with OpenAIServer([reply], quirks={"cut_stream"}) as server:
+        with pytest.raises(LLMError) as caught:
+            asyncio.run(_streamed(_llm(server), QUESTION))
+    assert server.quirk_hits["cut_stream"] == 1
+    error = caught.value
+    assert (error.code, error.remedy, error.retryable) == ("model_stream_cut", "retry", True)
+    assert "mid-reply" in error.message and error.params["chars"] < len(reply)
+
+
+def test_a_cut_stream_fails_its_step_and_the_step_runs_again_to_the_answer() -> None:
+    with OpenAIServer(["The answer", "The answer is 3."], quirks={"cut_stream"}) as server:
+        worker = FunctionCallingAgentWorker([], _llm(server))
+        runner = AgentRunner(worker, conversation_id=None)
+        task = runner.create_task("What is 1 + 2?")
+        with pytest.raises(StepError) as caught:
+            list(runner.stream_step(task.task_id))
+        assert caught.value.params["cause_code"] == "model_stream_cut"
+        assert not runner.get_completed_steps(task.task_id)
+        server.quirks.discard("cut_stream")
+        outputs = _run_task_from(runner, task.task_id)
+    assert outputs[-1].output == "The answer is 3."
+
+
 def test_a_server_that_cannot_stream_tools_is_asked_without_streaming() -> None:
     # llama.cpp's server drops a streamed request that offers tools: the call is asked again
     # unstreamed, and the model asks it that way from then on.
