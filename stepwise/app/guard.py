@@ -18,13 +18,14 @@ from __future__ import annotations
 import sys
 
 from starlette.middleware import Middleware
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_core.errors import UserError
 from stepwise.http.browser_guard import BrowserGuard
 from stepwise.http.settings import TOKEN_ENV, allowed_hosts, api_token, check_exposure
 from stepwise.http.token_login import TokenLogin
 
-__all__ = ["app_middleware"]
+__all__ = ["DefaultPageLink", "app_middleware"]
 
 
 def app_middleware() -> list[Middleware]:
@@ -52,7 +53,38 @@ def app_middleware() -> list[Middleware]:
     return [
         Middleware(BrowserGuard, allowed_hosts=names, json_bodies_only=False, own_frames_only=True),
         Middleware(TokenLogin, token=token),
+        Middleware(DefaultPageLink, path=f"/{_default_page()}"),
     ]
+
+
+class DefaultPageLink:
+    """Send a link to the default page's own path (`/stepper?task=...`) to `/`, query kept.
+
+    Streamlit serves the default page at "/" only: opened by its own path, the page ran but a
+    "Page not found" dialog covered it. Links to `/stepper` are in users' notes and bookmarks.
+    """
+
+    def __init__(self, app: ASGIApp, *, path: str) -> None:
+        self.app = app
+        self._path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # noqa: D102
+        if scope["type"] != "http" or scope["path"].rstrip("/") != self._path:
+            await self.app(scope, receive, send)
+            return
+        query = scope.get("query_string", b"")
+        location = (
+            scope.get("root_path", "") + "/" + ("?" + query.decode("latin-1") if query else "")
+        )
+        headers = [(b"location", location.encode("latin-1")), (b"content-length", b"0")]
+        await send({"type": "http.response.start", "status": 302, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+
+
+def _default_page() -> str:
+    from stepwise.app.main import PAGES  # Streamlit is loaded by now: this runs in its server.
+
+    return next(page.name for page in PAGES if page.default)
 
 
 def _listening_address() -> tuple[str, int]:

@@ -116,6 +116,9 @@ def test_a_page_on_another_port_cannot_open_or_frame_the_app(chromium_path, app_
         own.goto(app_url)
         own.get_by_text("Demo scenarios").wait_for(timeout=30_000)
         own_socket = own.evaluate(OPEN_SOCKET, f"{app_url.replace('http', 'ws')}/_stcore/stream")
+        own.goto(f"{app_url}/stepper?task=0123")  # A link to the default page by its path.
+        own.get_by_text("This task could not be shown").wait_for(timeout=30_000)
+        linked = own.url, own.get_by_text("Page not found").count()
     finally:
         browser.close()
         playwright.stop()
@@ -123,6 +126,7 @@ def test_a_page_on_another_port_cannot_open_or_frame_the_app(chromium_path, app_
     assert socket == "refused"
     assert "stApp" not in framed
     assert own_socket == "open"
+    assert linked == (f"{app_url}/?task=0123", 0)
 
 
 @pytest.fixture

@@ -161,3 +161,16 @@ def test_streamlit_run_app_py_beyond_loopback_without_a_token_does_not_start(tmp
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, timeout=60)
     assert done.returncode == 2, done.stderr.decode()[-2000:]
     assert b"refusing to listen on 0.0.0.0 without a token" in done.stderr
+
+
+def test_a_link_to_the_default_pages_own_path_goes_to_the_root_with_its_query():
+    from stepwise.app.guard import DefaultPageLink
+
+    app = Starlette(
+        routes=[Route("/", _page)], middleware=[Middleware(DefaultPageLink, path="/stepper")]
+    )
+    client = TestClient(app, base_url="http://localhost:8501")
+    moved = client.get("/stepper?task=3f2c", follow_redirects=False)
+    assert (moved.status_code, moved.headers["location"]) == (302, "/?task=3f2c")
+    assert client.get("/stepper/", follow_redirects=False).headers["location"] == "/"
+    assert client.get("/").text == "the app"
