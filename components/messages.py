@@ -441,6 +441,13 @@ _BY_CODE: dict[str, Callable[[_Error], str]] = {
     "user_code_error": lambda e: (
         f"{_sentence(e.message)} Fix your code, then press Reload my code on the New task form."
     ),
+    "agent_not_rebuildable": lambda e: (
+        f"This task's agent (a {e.param('agent', str) or 'Python'} object) lives in the program "
+        f"that started it ({e.param('program', str) or 'your program'}), so the app cannot run "
+        "its next step. Run that program again to carry the task on (Session.resume with this "
+        "task's id), or start the app with --agent NAME=FILE:FUNCTION naming a function that "
+        "builds that agent and press Fork with an agent on a completed step."
+    ),
     # Threads, forks and conversation edits (issue 22).
     "thread_not_finished": lambda e: (
         f"Only a finished task's conversation can be continued, and that task is "

@@ -5,7 +5,7 @@
 person in the app.
 """
 
-from agent_core.host.attach import Session, SessionResult, attach
+from agent_core.host.attach import Session, SessionResult, attach, check_rebuildable
 from agent_core.host.events import EventHub
 from agent_core.host.host import Host
 from agent_core.store.open import DB_ENV, DEFAULT_DB, is_url, masked_target
@@ -18,6 +18,7 @@ __all__ = [
     "Session",
     "SessionResult",
     "attach",
+    "check_rebuildable",
     "is_url",
     "masked_target",
 ]

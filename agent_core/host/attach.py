@@ -32,10 +32,19 @@ from agent_core.host.host import Host
 from agent_core.runtime.breakpoints import AtStep, Breakpoint, OnTool, RunUntilResult
 from agent_core.runtime.parallel import ParallelAgentRunner
 from agent_core.spec import AgentSpec
+from agent_core.store.base import Store
 from agent_core.types import StepStatus, TaskStatus
 from agent_core.workers.base import BaseAgentWorker
 
-__all__ = ["ATTACHED", "Session", "SessionResult", "attach", "breakpoints_of"]
+__all__ = [
+    "ATTACHED",
+    "Session",
+    "SessionResult",
+    "attach",
+    "attached_program",
+    "breakpoints_of",
+    "check_rebuildable",
+]
 
 ATTACHED = "stepwise.attached/"
 """The settings key (then the task id) naming the program and agent of an attached task."""
@@ -201,6 +210,38 @@ class Session:
 def attach(db: str | Path | None = None, **options: Any) -> Session:
     """A `Session` on `db` (use it in a `with` block); `stepwise.session` is this."""
     return Session(db, **options)
+
+
+def attached_program(store: Store, task_id: str) -> dict[str, Any] | None:
+    """What `Session.run` recorded of the program that started `task_id`; None if none did."""
+    get = getattr(store, "get_setting", None)
+    found = get(ATTACHED + task_id) if get is not None else None
+    return found if isinstance(found, dict) else None
+
+
+def check_rebuildable(store: Store, task_id: str) -> None:
+    """Refuse to run a task whose agent lives only in the program that started it.
+
+    Such a task records no spec: another face would run its next step with the default
+    (demo) agent instead of the program's.
+
+    Raises:
+        UserError: `agent_not_rebuildable`, naming the program and its agent.
+    """
+    program = attached_program(store, task_id)
+    if program is None or program.get("rebuildable", True):
+        return
+    agent, command = str(program.get("agent", "agent")), str(program.get("program", ""))
+    raise UserError(
+        f"task {task_id} was started by a program ({command}) with a {agent} object that no "
+        "importable target names; only that program can run its next step",
+        hint="run the program again and carry the task on with Session.resume, or register "
+        "a function that builds the agent (--agent NAME=FILE:FUNCTION) and fork the task "
+        "with that agent",
+        code="agent_not_rebuildable",
+        task_id=task_id,
+        params={"agent": agent, "program": command},
+    )
 
 
 def _adapt(agent: Any) -> BaseAgentWorker:

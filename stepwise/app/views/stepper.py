@@ -23,6 +23,7 @@ import streamlit as st
 from agent_core import ParallelAgentRunner, StepRun
 from agent_core.dag import build_dag
 from agent_core.errors import AgentCoreError, UserCodeError
+from agent_core.host import check_rebuildable
 from agent_core.llms.scripted import HumanLLM
 from agent_core.types import StepAction, StepKind, StepStatus, TaskState, TaskStatus, TaskStepOutput
 from components import ready_steps_job, run_until_job, runtime, state, task_version
@@ -72,6 +73,7 @@ CARDS_SHOWN = 10
 _OWN_RUNNER = "stepwise.own_runner"
 """The task this session last found runnable with its own runner (built for it already)."""
 TASK_PARAM = "task"
+_NOT_REBUILDABLE = "agent_not_rebuildable"
 """The URL query parameter holding the task id, so a page reload keeps the task."""
 _SHOWN_STATUSES = (StepStatus.COMPLETED, StepStatus.UNDONE, StepStatus.SKIPPED)
 _RUNNABLE = (TaskStatus.ACTIVE, TaskStatus.FAILED)
@@ -568,6 +570,8 @@ def _runner_for(task_id: str) -> tuple[ParallelAgentRunner, AgentCoreError | Non
         if task.status not in _RUNNABLE or task.imported:
             return reader, None
     try:
+        # An attached program's agent object: never run it as the default (demo) agent.
+        check_rebuildable(runtime.shared_store(), task_id)
         runner = runtime.runner_for(runtime.spec_of(task_id))
     except AgentCoreError as exc:  # No key for its provider, say: still show the task.
         return reader, exc
@@ -585,6 +589,8 @@ def _problem(problem: AgentCoreError) -> None:
     if isinstance(problem, UserCodeError):
         render_code_error(problem, headline="Read only: your agent could not be loaded.")
         st.caption(agent_fix_advice(problem))
+    elif problem.code == _NOT_REBUILDABLE:
+        show_message("warning", problem, headline="Read only here: your program runs this task.")
     else:
         show_message("warning", problem, headline="Read only: this task's model is not set up.")
 
@@ -599,6 +605,8 @@ def _why_read_only(task_state: TaskState, problem: AgentCoreError | None) -> str
         return "The task was abandoned."
     if isinstance(problem, UserCodeError):
         return "Read only: your agent could not be loaded (see above)."
+    if problem is not None and problem.code == _NOT_REBUILDABLE:
+        return "Read only here: the program that started it runs it (see above)."
     if problem is not None:
         return "Read only: this task's model is not set up (see above)."
     return ""
