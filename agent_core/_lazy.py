@@ -14,7 +14,7 @@ import copy
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["LazyDict", "materialized"]
+__all__ = ["LazyDict", "materialized", "shallow_copy"]
 
 _MISSING = object()
 
@@ -41,7 +41,7 @@ class LazyDict(dict):  # type: ignore[type-arg] - keys and values are the caller
 
     def materialize(self) -> None:
         """Build every value still stored, keeping the order of the keys."""
-        if not self._raw:
+        if not self._order:  # Nothing stored, or already in order.
             return
         built = {}
         for key in self._order:
@@ -72,7 +72,9 @@ class LazyDict(dict):  # type: ignore[type-arg] - keys and values are the caller
         return len(self._raw) + super().__len__()
 
     def __iter__(self) -> Iterator[Any]:
-        if not self._raw:
+        # Values built one by one went into the dict's storage in the order read: until all
+        # are put back in order, the order is `_keys`'s.
+        if not self._order:
             return super().__iter__()
         return iter(self._keys())
 
@@ -99,7 +101,7 @@ class LazyDict(dict):  # type: ignore[type-arg] - keys and values are the caller
         return LazyDict(raw, _unless_built(self._load))
 
     def __reversed__(self) -> Iterator[Any]:
-        return reversed(self._keys()) if self._raw else super().__reversed__()
+        return reversed(self._keys()) if self._order else super().__reversed__()
 
     def keys(self) -> Any:
         self.materialize()
@@ -192,6 +194,13 @@ def _unless_built(load: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
         return raw.value if isinstance(raw, _Built) else load(key, raw)
 
     return build
+
+
+def shallow_copy(value: dict[Any, Any]) -> dict[Any, Any]:
+    """A copy of the dict `value` sharing its values; a `LazyDict`'s stored ones stay unbuilt."""
+    if isinstance(value, LazyDict):
+        return value.renamed({key: key for key in value}, lambda _key, built: built)
+    return dict(value)
 
 
 def materialized(value: Any) -> Any:

@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agent_core._lazy import shallow_copy
 from agent_core._nesting import MAX_NESTING, too_deep
 from agent_core.errors import (
     AgentCoreError,
@@ -406,10 +407,12 @@ class AgentRunner(LlamaIndexRunnerAPI):
                 update={
                     "task": state.task.model_copy(),
                     "steps": {step_id: step.model_copy() for step_id, step in state.steps.items()},
-                    "outputs": dict(state.outputs),
+                    # A loaded task's outputs and snapshots stay unread until the view reads
+                    # the few it draws.
+                    "outputs": shallow_copy(state.outputs),
                     "queue": list(state.queue),
                     "completed": list(state.completed),
-                    "snapshots": dict(state.snapshots),
+                    "snapshots": shallow_copy(state.snapshots),
                 }
             )
 

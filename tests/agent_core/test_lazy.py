@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from agent_core._lazy import LazyDict, materialized
+from agent_core._lazy import LazyDict, materialized, shallow_copy
 
 
 def _lazy(built: list[str]) -> LazyDict:
@@ -53,3 +53,21 @@ def test_renamed_keeps_stored_values_unbuilt() -> None:
     renamed = lazy.renamed({"a": "A", "b": "B"}, lambda key, value: f"{key}:{value}")
     assert list(renamed) == ["A", "B"] and built == ["a"]
     assert materialized(renamed) == {"A": "A:X", "B": "Y"}
+
+
+def test_a_shallow_copy_builds_nothing_and_shares_built_values() -> None:
+    """A shallow copy builds nothing and shares the values already built."""
+    built: list[str] = []
+    lazy = _lazy(built)
+    first = lazy["a"]
+    copied = shallow_copy(lazy)
+    assert built == ["a"] and copied["a"] is first and copied["c"] == "Z"
+    assert shallow_copy({"x": 1}) == {"x": 1}
+
+
+def test_values_built_one_by_one_keep_the_stored_order() -> None:
+    """Values read one by one, in any order, keep the stored order."""
+    lazy = _lazy([])
+    assert (lazy["c"], lazy["a"], lazy["b"]) == ("Z", "X", "Y")
+    assert list(lazy) == list(reversed(list(reversed(lazy)))) == ["a", "b", "c"]
+    assert list(lazy.values()) == ["X", "Y", "Z"]
