@@ -15,6 +15,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from agent_core.errors import UserError
@@ -36,6 +37,7 @@ __all__ = [
     "STATUS_COLORS",
     "TOOL_ERROR",
     "build_dag",
+    "build_dag_window",
     "collapse_older",
     "describe_step",
     "display_value",
@@ -151,6 +153,47 @@ def build_dag(state: TaskState, *, max_chars: int = 200) -> nx.DiGraph:
     return graph
 
 
+def build_dag_window(state: TaskState, *, keep: int, max_chars: int = 200) -> nx.DiGraph:
+    """`collapse_older(build_dag(state), keep=keep)`, building only the newest `keep` steps.
+
+    A long task's page draws a few dozen of its thousands of steps: building every node (and
+    reading every step's output for its label) on each click cost most of the click.
+
+    Raises:
+        UserError: `keep` or `max_chars` is less than 1.
+    """
+    if keep < 1:
+        raise UserError(f"keep must be at least 1, got {keep}")
+    if len(state.steps) <= keep:
+        return build_dag(state, max_chars=max_chars)
+    kept = dict(islice(reversed(state.steps.items()), keep))
+    window = state.model_copy(update={"steps": dict(reversed(kept.items()))})
+    drawn = build_dag(window, max_chars=max_chars)
+    graph = type(drawn)()
+    graph.add_node(COLLAPSED_NODE, **_folded_attrs(len(state.steps) - keep))
+    graph.add_nodes_from(drawn.nodes(data=True))
+    for step_id in window.steps:
+        step = state.steps[step_id]
+        if any(s in state.steps and s not in kept for s in [*step.prev_step_ids, *step.depends_on]):
+            graph.add_edge(COLLAPSED_NODE, step_id, relation="next")
+    graph.add_edges_from(drawn.edges(data=True))
+    return graph
+
+
+def _folded_attrs(count: int) -> dict[str, Any]:
+    """The attributes of the node standing for `count` folded steps."""
+    return {
+        "kind": "collapsed",
+        "status": COLLAPSED_NODE,
+        "group": COLLAPSED_NODE,
+        "label": f"… {_count(count, 'earlier step')}",
+        "input": "",
+        "output": "",
+        "undone": False,
+        "error": False,
+    }
+
+
 def collapse_older(graph: nx.DiGraph, *, keep: int) -> nx.DiGraph:
     """The newest `keep` steps, with all older ones folded into one `COLLAPSED_NODE`.
 
@@ -170,17 +213,7 @@ def collapse_older(graph: nx.DiGraph, *, keep: int) -> nx.DiGraph:
     folded, kept = set(nodes[:-keep]), nodes[-keep:]
     window = type(graph)()
     # Added first, so it stays the oldest node if the window is collapsed again.
-    window.add_node(
-        COLLAPSED_NODE,
-        kind="collapsed",
-        status=COLLAPSED_NODE,
-        group=COLLAPSED_NODE,
-        label=f"… {_count(len(folded), 'earlier step')}",
-        input="",
-        output="",
-        undone=False,
-        error=False,
-    )
+    window.add_node(COLLAPSED_NODE, **_folded_attrs(len(folded)))
     window.add_nodes_from((node, graph.nodes[node]) for node in kept)
     for source, target, data in graph.edges(data=True):
         if target in folded:

@@ -50,7 +50,7 @@ import streamlit as st
 import streamlit.components.v1 as st_components
 
 from agent_core import dag as dag_model
-from agent_core.dag import COLLAPSED_NODE, build_dag, collapse_older, to_dot, to_vis_data
+from agent_core.dag import COLLAPSED_NODE, build_dag_window, to_dot, to_vis_data
 from agent_core.types import TaskState
 
 if TYPE_CHECKING:  # pyvis (and the IPython it imports) loads only for `dag_html`.
@@ -205,7 +205,7 @@ def dag_html(state: TaskState, *, height: int = 420, max_steps: int = MAX_DRAWN_
     Runs longer than `max_steps` steps show their newest `max_steps` steps and one node that
     stands for the older ones.
     """
-    graph = collapse_older(build_dag(state), keep=max_steps)
+    graph = build_dag_window(state, keep=max_steps)
     page = _network(graph, height=height).generate_html(notebook=False)
     page = _EXTERNAL_TAGS.sub("", page)
     page = page.replace("<head>", f'<head>\n<script src="{VIS_NETWORK_URL}"></script>', 1)
@@ -219,7 +219,7 @@ def dag_data(state: TaskState, *, max_steps: int = MAX_DRAWN_STEPS) -> dict[str,
     stands for the older ones. Each node's `status` is its status group (read by tests and
     tools; vis-network ignores it).
     """
-    data = to_vis_data(collapse_older(build_dag(state), keep=max_steps))
+    data = to_vis_data(build_dag_window(state, keep=max_steps))
     nodes = [
         {
             "id": node["id"],
@@ -368,7 +368,7 @@ def render_dag(
         component = declare_dag_component()
     except Exception as exc:  # The graph or the component failed: still show the graph.
         st.caption(f"Interactive graph unavailable ({type(exc).__name__}); showing Graphviz.")
-        st.graphviz_chart(to_dot(collapse_older(build_dag(state), keep=max_steps)))
+        st.graphviz_chart(to_dot(build_dag_window(state, keep=max_steps)))
         return
     select = on_select or (lambda _step: None)
     component(

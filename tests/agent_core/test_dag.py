@@ -10,6 +10,7 @@ from agent_core.dag import (
     COLLAPSED_NODE,
     STATUS_COLORS,
     build_dag,
+    build_dag_window,
     collapse_older,
     display_value,
     format_result,
@@ -689,3 +690,29 @@ def test_an_undone_call_and_its_rerun_count_once_in_the_step_that_asked_for_them
         outputs={"a": "363", "b": 405},
     )
     assert build_dag(state).nodes["a"]["label"] == "1 · llm: calls add"
+
+
+@pytest.mark.parametrize(
+    ("state", "keep"),
+    [
+        (chain(10, status=StepStatus.COMPLETED), 3),
+        (chain(3), 3),
+        (
+            make_state(
+                step("plan", kind=StepKind.PLAN, status=StepStatus.COMPLETED),
+                step("x", prev_step_ids=["plan"], status=StepStatus.COMPLETED),
+                step("y", prev_step_ids=["plan"]),
+                step("join", prev_step_ids=["y"], depends_on=["x", "y"]),
+            ),
+            2,
+        ),
+        (make_state(step("a", prev_step_ids=["c"]), step("b"), step("c")), 1),
+    ],
+)
+def test_build_dag_window_draws_what_collapse_older_draws(state: TaskState, keep: int) -> None:
+    """Issue 33: the window is built from its own steps, and is the folded full graph."""
+    window = build_dag_window(state, keep=keep)
+    expected = collapse_older(build_dag(state), keep=keep)
+
+    assert list(window.nodes(data=True)) == list(expected.nodes(data=True))
+    assert sorted(window.edges(data="relation")) == sorted(expected.edges(data="relation"))
