@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from agent_core._moved import alias_modules
+from agent_core import _moved
 
 if TYPE_CHECKING:
     from agent_core.compat.llamaindex.agents import FunctionCallingAgent, ReActAgent
@@ -86,19 +86,8 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-# Public paths from before the runtime became a package (Stepwise 0.1).
-alias_modules(
-    {
-        "agent_core.runner": "agent_core.runtime.runner",
-        "agent_core.parallel": "agent_core.runtime.parallel",
-        "agent_core.breakpoints": "agent_core.runtime.breakpoints",
-        "agent_core.step_runs": "agent_core.runtime.step_runs",
-        "agent_core.streaming_response": "agent_core.runtime.streaming_response",
-        "agent_core.agents": "agent_core.compat.llamaindex.agents",
-        "agent_core.structured_planner": "agent_core.compat.llamaindex.structured_planner",
-        "agent_core.pipeline": "agent_core.workers.pipeline",
-    }
-)
+# The old paths of `agent_core`'s modules (`agent_core.runner`, ...): see `_moved._MOVED`.
+_moved.install()
 
 __all__ = [
     "AgentChatResponse",

@@ -1,7 +1,21 @@
-"""Old import paths that keep working for one release, as aliases that warn.
+"""Old import paths that keep working for one release, as aliases that warn: one table, `_MOVED`.
+
+The table is the only list: the aliases are made from it, the manual's "What moved" table is
+generated from it (`write_table("docs/layout.md")`), and a test fails once the
+package's version reaches an entry's `until` with the entry still here, so an alias is removed
+when it said it would be rather than lingering.
 
 An alias is the moved module itself, not a copy, so a class imported by either path is one
 class and a test that patches a name patches it for both.
+
+Two ways an old path is served, decided by where it lives:
+
+- under `agent_core.`: by a finder that importing `agent_core` installs (`install()`); any
+  import of `agent_core.x` runs `agent_core/__init__` first, so no file is left at the old path;
+- anywhere else (an old top-level package, a module of `stepwise`): by a small file left at the
+  old path whose body is `sys.modules[__name__] = stand_in(__name__)`. A finder of ours would
+  have to sit in front of every import to serve those, and would then shadow a user's own
+  package of the same name (a project's own `components/`).
 """
 
 from __future__ import annotations
@@ -11,8 +25,62 @@ import importlib.abc
 import importlib.machinery
 import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
+
+
+@dataclass(frozen=True)
+class Move:
+    """One old import path and where it went."""
+
+    old: str
+    """The old dotted path; for a package, every module under it moved with it."""
+    new: str
+    """Where it is now."""
+    until: str
+    """The release that removes the old path (while the version is below it, the path works)."""
+
+
+_MOVED: tuple[Move, ...] = (
+    # The faces' old top-level packages, from before the one `stepwise` root (Stepwise 0.1).
+    Move("stepwise_server", "stepwise.server", until="0.3"),
+    Move("agent_services", "stepwise.services", until="0.3"),
+    Move("stepwise_cli", "stepwise.cli", until="0.3"),
+    # What both HTTP faces share, from when only the server had it.
+    Move("stepwise.server.errors", "stepwise.http.errors", until="0.3"),
+    Move("stepwise.server.security", "stepwise.http.security", until="0.3"),
+    # Public paths from before the runtime became a package (Stepwise 0.1).
+    Move("agent_core.runner", "agent_core.runtime.runner", until="0.3"),
+    Move("agent_core.parallel", "agent_core.runtime.parallel", until="0.3"),
+    Move("agent_core.breakpoints", "agent_core.runtime.breakpoints", until="0.3"),
+    Move("agent_core.step_runs", "agent_core.runtime.step_runs", until="0.3"),
+    Move("agent_core.streaming_response", "agent_core.runtime.streaming_response", until="0.3"),
+    Move("agent_core.agents", "agent_core.compat.llamaindex.agents", until="0.3"),
+    Move(
+        "agent_core.structured_planner",
+        "agent_core.compat.llamaindex.structured_planner",
+        until="0.3",
+    ),
+    Move("agent_core.pipeline", "agent_core.workers.pipeline", until="0.3"),
+)
+
+MOVED_BEGIN = "<!-- moved: generated from agent_core._moved._MOVED -->"
+MOVED_END = "<!-- /moved -->"
+
+
+def move_of(old: str) -> Move:
+    """The table's entry for the old path `old` (KeyError: it is not there)."""
+    for move in _MOVED:
+        if move.old == old:
+            return move
+    raise KeyError(f"{old} is not in agent_core._moved._MOVED")
+
+
+def _message(old: str, move: Move) -> str:
+    new = move.new + old[len(move.old) :]
+    return f"{old} moved to {new}; the old path works until Stepwise {move.until}"
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -30,43 +98,62 @@ class _AliasLoader(importlib.abc.Loader):
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder):
-    """Maps `old` and `old.x.y` to `new` and `new.x.y`, warning once per old name."""
+    """Maps each move's `old` and `old.x.y` to `new` and `new.x.y`, warning once per old name."""
 
-    def __init__(self, moves: Mapping[str, str], *, release: str) -> None:
-        self._moves = dict(moves)
-        self._release = release
+    def __init__(self, moves: Iterable[Move]) -> None:
+        self._moves = tuple(moves)
 
-    def _target(self, fullname: str) -> str | None:
-        for old, new in self._moves.items():
-            if fullname == old or fullname.startswith(old + "."):
-                return new + fullname[len(old) :]
+    def _move(self, fullname: str) -> Move | None:
+        for move in self._moves:
+            if fullname == move.old or fullname.startswith(move.old + "."):
+                return move
         return None
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        new = self._target(fullname)
-        if new is None:
+        move = self._move(fullname)
+        if move is None:
             return None
-        warnings.warn(
-            f"{fullname} moved to {new}; the old path works until Stepwise {self._release}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        warnings.warn(_message(fullname, move), DeprecationWarning, stacklevel=2)
+        new = move.new + fullname[len(move.old) :]
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(new))
 
 
-def alias_modules(moves: Mapping[str, str], *, release: str = "0.3") -> None:
-    """Make each old module path (and everything under it) import the new one, with a warning."""
-    sys.meta_path.insert(0, _AliasFinder(moves, release=release))
+def install() -> None:
+    """Serve the table's old `agent_core.` paths (run once, by `agent_core/__init__`)."""
+    if not any(isinstance(finder, _AliasFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _AliasFinder(m for m in _MOVED if m.old.startswith("agent_core.")))
 
 
-def alias_package(old: str, new: str) -> ModuleType:
-    """Stand in for the package `old` from its `__init__`: warn, alias its modules, give `new`."""
-    warnings.warn(
-        f"the package {old} moved to {new}; the old name works until Stepwise 0.3",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    alias_modules({old: new})
-    return importlib.import_module(new)
+def stand_in(old: str) -> ModuleType:
+    """The module moved from `old`, for the file left at `old` to put in its own place.
+
+    Warns, and for a package also serves every module under the old name.
+    """
+    move = move_of(old)
+    warnings.warn(_message(old, move), DeprecationWarning, stacklevel=3)
+    module = importlib.import_module(move.new)
+    if hasattr(module, "__path__"):
+        sys.meta_path.insert(0, _AliasFinder([move]))
+    return module
+
+
+def markdown_table() -> str:
+    """The manual's "What moved" table, one row per entry of `_MOVED`."""
+    rows = ["| was | is | the old path works until |", "|---|---|---|"]
+    rows += [f"| `{m.old}` | `{m.new}` | Stepwise {m.until} |" for m in _MOVED]
+    return "\n".join(rows)
+
+
+def write_table(path: Path | str) -> bool:
+    """Put the table between the markers in the Markdown file `path`; whether it changed."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    head, begin, rest = text.partition(MOVED_BEGIN)
+    _, end, tail = rest.partition(MOVED_END)
+    if not begin or not end:
+        raise ValueError(f"{path} has no {MOVED_BEGIN} ... {MOVED_END} section")
+    new = f"{head}{MOVED_BEGIN}\n{markdown_table()}\n{MOVED_END}{tail}"
+    path.write_text(new, encoding="utf-8")
+    return new != text

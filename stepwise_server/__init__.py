@@ -1,7 +1,7 @@
-"""Moved to `stepwise.server`; this name stays importable, with a warning, until Stepwise 0.3."""
+"""Moved; an alias that warns, for one release (the table: `agent_core._moved._MOVED`)."""
 
 import sys
 
-from agent_core._moved import alias_package
+from agent_core._moved import stand_in
 
-sys.modules[__name__] = alias_package(__name__, "stepwise.server")
+sys.modules[__name__] = stand_in(__name__)

@@ -1,19 +1,7 @@
-"""Moved to `stepwise.http.errors`, which both HTTP APIs share; this path works until 0.3."""
+"""Moved to `stepwise.http.errors`, which both HTTP APIs share (see `agent_core._moved`)."""
 
-import warnings
+import sys
 
-from stepwise.http.errors import (
-    STATUS_BY_TYPE,
-    ApiError,
-    error_body,
-    install_error_handlers,
-    runtime_error,
-)
+from agent_core._moved import stand_in
 
-warnings.warn(
-    "stepwise.server.errors moved to stepwise.http.errors; the old path works until Stepwise 0.3",
-    DeprecationWarning,
-    stacklevel=2,
-)
-
-__all__ = ["STATUS_BY_TYPE", "ApiError", "error_body", "install_error_handlers", "runtime_error"]
+sys.modules[__name__] = stand_in(__name__)

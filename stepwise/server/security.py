@@ -1,5 +1,7 @@
-"""Moved to `stepwise.http.security`, which both HTTP APIs share; this name stays for a release."""
+"""Moved to `stepwise.http.security`, which both HTTP APIs share (see `agent_core._moved`)."""
 
-from stepwise.http.security import OPEN_PATHS, GateMiddleware
+import sys
 
-__all__ = ["OPEN_PATHS", "GateMiddleware"]
+from agent_core._moved import stand_in
+
+sys.modules[__name__] = stand_in(__name__)
