@@ -4,7 +4,7 @@ Why this adapter drives the turn loop itself. The SDK's `Runner` runs a turn who
 call, then every tool it asked for, then the handoff. Its own human-in-the-loop (`needs_approval`,
 `RunState.approve/reject`) stops before a call but cannot change the call's arguments, and its
 hooks observe a turn without being able to pause it between the model and the tools. So the
-adapter runs the loop with the SDK's own parts, one at a time (`_openai_agents_sdk`):
+adapter runs the loop with the SDK's own parts, one at a time (`_sdk`):
 
 - an `llm` step is one model turn of the current agent: its own `Model.get_response(...)` with
   its instructions, tools (its MCP servers' included), handoffs, output schema and model
@@ -29,7 +29,7 @@ use, each by a task of its own on the runtime's loop, and stay connected for lat
 (`disconnect_mcp_servers()` closes them); their tools are function tools like the others.
 
 Tracing: each step runs inside the SDK's `trace(..., disabled=True)` and calls the model with
-`ModelTracing.DISABLED`, so the SDK records and exports no trace (`_openai_agents_sdk.no_tracing`).
+`ModelTracing.DISABLED`, so the SDK records and exports no trace (`_sdk.no_tracing`).
 
 Not supported: a `Runner.run(context=...)` object (tools get a context of None); tools that run on
 this machine other than function tools (computer, shell, apply_patch: the step says so);
@@ -55,7 +55,7 @@ from agents.run_config import DEFAULT_MAX_TURNS
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage
 
 from agent_core._tokens import estimate_tokens
-from agent_core.adapters._openai_agents_items import (
+from agent_core.adapters.openai_agents._items import (
     Item,
     as_chat_messages,
     function_call,
@@ -65,7 +65,7 @@ from agent_core.adapters._openai_agents_items import (
     output_text,
     text_output_item,
 )
-from agent_core.adapters._openai_agents_sdk import (
+from agent_core.adapters.openai_agents._sdk import (
     AgentDirectory,
     Turn,
     call_hook,
@@ -83,7 +83,7 @@ from agent_core.adapters._openai_agents_sdk import (
     run_output_guardrails,
     tools_final_output,
 )
-from agent_core.adapters._openai_agents_turns import (
+from agent_core.adapters.openai_agents._turns import (
     OUTPUT_PREFIX,
     STATE_KEY,
     TurnInput,

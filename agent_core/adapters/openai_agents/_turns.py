@@ -11,14 +11,14 @@ from typing import Any
 
 from agents import Agent, RunContextWrapper
 
-from agent_core.adapters._openai_agents_items import (
+from agent_core.adapters.openai_agents._items import (
     Item,
     as_chat_messages,
     text_output_item,
     unanswered_calls,
     user_item,
 )
-from agent_core.adapters._openai_agents_sdk import stops_at
+from agent_core.adapters.openai_agents._sdk import stops_at
 from agent_core.errors import UserError
 from agent_core.llms.base import ChatMessage
 from agent_core.runtime.loop import on_runtime_thread, run_sync

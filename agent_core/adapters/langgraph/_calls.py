@@ -18,8 +18,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from agent_core.adapters._langgraph_messages import json_safe, rejection_message
-from agent_core.adapters._langgraph_run import GraphThread, as_nodes
+from agent_core.adapters.langgraph._messages import json_safe, rejection_message
+from agent_core.adapters.langgraph._run import GraphThread, as_nodes
 from agent_core.errors import UserError
 from agent_core.types import (
     INTERRUPT_KEY,

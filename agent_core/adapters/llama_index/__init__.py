@@ -4,7 +4,7 @@ LlamaIndex (0.13+) agents are Workflows: `FunctionAgent`, `ReActAgent`, `CodeAct
 multi-agent `AgentWorkflow` (`llama_index.core.agent.workflow`). Each Stepwise step restores
 the run's `Context` (LlamaIndex's own serialised state, kept as JSON in
 `task.extra_state["llama_index"]`), lets exactly one parked model call or tool call go on, and
-saves the Context when every step of the workflow waits again (`_llama_index_run` says how).
+saves the Context when every step of the workflow waits again (`_run` says how).
 The runner snapshots extra_state before every step, so undo, fork and a restarted process
 continue from the Context exactly as it was.
 
@@ -37,7 +37,7 @@ from llama_index.core.agent.workflow import AgentOutput, AgentWorkflow, BaseWork
 from llama_index.core.base.llms.types import ToolCallBlock
 from llama_index.core.llms import ChatMessage as LlamaMessage
 
-from agent_core.adapters._llama_index_run import (
+from agent_core.adapters.llama_index._run import (
     Gate,
     RunOutcome,
     StepwiseGo,

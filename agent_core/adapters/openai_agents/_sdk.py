@@ -46,7 +46,7 @@ from agents.tool import Tool, invoke_function_tool
 from agents.tool_context import ToolContext
 from openai.types.responses import ResponseCompletedEvent, ResponseFunctionToolCall
 
-from agent_core.adapters._openai_agents_items import Item, jsonable, sdk_items, user_item
+from agent_core.adapters.openai_agents._items import Item, jsonable, sdk_items, user_item
 from agent_core.errors import UserError
 
 __all__ = [

@@ -3,7 +3,7 @@
 How it maps (LangGraph 1.x):
 
 - **State.** The graph runs on a copy of the user's compiled graph (the user's object is not
-  changed) whose checkpointer is Stepwise's (`_langgraph_saver.StepwiseSaver`): for one step
+  changed) whose checkpointer is Stepwise's (`_saver.StepwiseSaver`): for one step
   a thread is loaded from `task.extra_state["langgraph"]["saved"]`, the step runs on it, and
   the thread's latest checkpoint goes back there as JSON (LangGraph's own serde, base64). The
   runner snapshots extra_state before every step, so **undo** is "go back one checkpoint", the
@@ -67,7 +67,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.pregel import Pregel
 from langgraph.types import Command, StateUpdate
 
-from agent_core.adapters._langgraph_calls import (
+from agent_core.adapters.langgraph._calls import (
     ANSWER,
     CALL,
     CALLS_FIRST,
@@ -80,7 +80,7 @@ from agent_core.adapters._langgraph_calls import (
     latest_reply,
     run_calls,
 )
-from agent_core.adapters._langgraph_messages import (
+from agent_core.adapters.langgraph._messages import (
     as_messages,
     describe,
     from_langchain,
@@ -89,8 +89,8 @@ from agent_core.adapters._langgraph_messages import (
     text_of,
     to_langchain,
 )
-from agent_core.adapters._langgraph_run import GraphThread, ModelCalls, as_nodes
-from agent_core.adapters._langgraph_saver import StepwiseSaver
+from agent_core.adapters.langgraph._run import GraphThread, ModelCalls, as_nodes
+from agent_core.adapters.langgraph._saver import StepwiseSaver
 from agent_core.errors import UserError
 from agent_core.events import TokenDeltaEvent
 from agent_core.llms.base import ChatMessage

@@ -3,7 +3,7 @@
 pydantic-ai runs an agent as a graph, `UserPromptNode -> ModelRequestNode -> CallToolsNode ->
 ModelRequestNode -> ... -> End`, and `Agent.iter()` / `AgentRun.next(node)` drive it a node at a
 time. Each Stepwise step opens a fresh run on the task's message history (`message_history=`,
-kept as JSON in `task.extra_state`, see `_pydantic_ai_state`) and drives it through one node
+kept as JSON in `task.extra_state`, see `_state`) and drives it through one node
 that talks to the world; no live `AgentRun` outlives a step. So undo restores the history
 exactly, a restarted process goes on from it, and two steps never share a connection.
 
@@ -63,8 +63,9 @@ from pydantic_ai.usage import RunUsage
 from pydantic_core import to_jsonable_python
 from pydantic_graph import End
 
-from agent_core.adapters._pydantic_ai_limits import limited, usage_limits
-from agent_core.adapters._pydantic_ai_messages import (
+from agent_core.adapters._replies import cap_note
+from agent_core.adapters.pydantic_ai._limits import limited, usage_limits
+from agent_core.adapters.pydantic_ai._messages import (
     PreviewStop,
     RequestCapture,
     SentRequest,
@@ -72,8 +73,7 @@ from agent_core.adapters._pydantic_ai_messages import (
     describe_calls,
     tool_outputs,
 )
-from agent_core.adapters._pydantic_ai_state import Batch, Call, Decision, RunRecord
-from agent_core.adapters._replies import cap_note
+from agent_core.adapters.pydantic_ai._state import Batch, Call, Decision, RunRecord
 from agent_core.errors import AgentCoreError, StepError, UserError
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.runtime.loop import run_sync
