@@ -27,6 +27,7 @@ from agent_core.store._records import (
     assemble_state,
     damaged_summary,
     output_record,
+    paused_gc,
     setting_record,
     task_record,
 )
@@ -460,7 +461,8 @@ class SQLiteStore:
                 ).fetchone()
                 if row is None:
                     return None
-                return self._assemble(task_id, row)
+                with paused_gc():
+                    return self._assemble(task_id, row)
             except (sqlite3.Error, ValueError, KeyError, TypeError, RecursionError) as exc:
                 # A damaged row (bad bytes, bad JSON, an unknown status): say which task, and
                 # leave the others usable. pydantic's ValidationError is a ValueError.
