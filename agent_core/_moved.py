@@ -8,8 +8,9 @@ when it said it would be rather than lingering.
 An alias is the moved module itself, not a copy, so a class imported by either path is one
 class and a test that patches a name patches it for both.
 
-Two ways an old path is served, decided by where it lives:
+Three ways an old path is served, decided by what and where it is:
 
+- a name moved out of a module: by that module's `__getattr__`, which calls `moved_name`;
 - under `agent_core.`: by a finder that importing `agent_core` installs (`install()`); any
   import of `agent_core.x` runs `agent_core/__init__` first, so no file is left at the old path;
 - anywhere else (an old top-level package, a module of `stepwise`): by a small file left at the
@@ -29,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,9 @@ class Move:
     """Where it is now."""
     until: str
     """The release that removes the old path (while the version is below it, the path works)."""
+    name: bool = False
+    """`old` and `new` end in a name defined in a module, not a module: the old module's
+    `__getattr__` serves it (`moved_name`)."""
 
 
 _MOVED: tuple[Move, ...] = (
@@ -64,6 +69,15 @@ _MOVED: tuple[Move, ...] = (
         until="0.3",
     ),
     Move("agent_core.pipeline", "agent_core.workers.pipeline", until="0.3"),
+    # The store conformance suite drives a runner: it is a test package above the runtime.
+    Move("agent_core.store.testing", "agent_core.testing.stores", until="0.3"),
+    # How a step to run is chosen belongs with the queue's other rules, not the LlamaIndex API.
+    Move(
+        "agent_core.runtime.llamaindex_api.resolve_step",
+        "agent_core.runtime.queue.resolve_step",
+        until="0.3",
+        name=True,
+    ),
 )
 
 MOVED_BEGIN = "<!-- moved: generated from agent_core._moved._MOVED -->"
@@ -121,9 +135,25 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
 
 
 def install() -> None:
-    """Serve the table's old `agent_core.` paths (run once, by `agent_core/__init__`)."""
+    """Serve the table's old `agent_core.` modules (run once, by `agent_core/__init__`)."""
     if not any(isinstance(finder, _AliasFinder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _AliasFinder(m for m in _MOVED if m.old.startswith("agent_core.")))
+        ours = (m for m in _MOVED if m.old.startswith("agent_core.") and not m.name)
+        sys.meta_path.insert(0, _AliasFinder(ours))
+
+
+def moved_name(module: str, name: str) -> Any:
+    """For the `__getattr__` of a module a name moved out of: that name, with a warning.
+
+    Raises:
+        AttributeError: `name` is not a moved name of `module` (as a missing attribute does).
+    """
+    old = f"{module}.{name}"
+    for move in _MOVED:
+        if move.name and move.old == old:
+            warnings.warn(_message(old, move), DeprecationWarning, stacklevel=3)
+            home, _, attr = move.new.rpartition(".")
+            return getattr(importlib.import_module(home), attr)
+    raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
 
 def stand_in(old: str) -> ModuleType:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol, cast
 
+from agent_core import _moved
 from agent_core.errors import StepNotFoundError, UserError
 from agent_core.events import StepCompletedEvent, StepEvent
 from agent_core.llms.base import LLM, ChatMessage
@@ -27,7 +28,6 @@ from agent_core.types import (
     AgentChatResponse,
     StepInput,
     Task,
-    TaskState,
     TaskStep,
     TaskStepOutput,
     ToolOutput,
@@ -39,8 +39,13 @@ __all__ = [
     "build_from_llm",
     "extra_sources",
     "provide_from_llm",
-    "resolve_step",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # `resolve_step` moved to `queue` (agent_core._moved._MOVED): served, with a warning.
+    return _moved.moved_name(__name__, name)
+
 
 # LlamaIndex's chat keywords that are about the call, not the task.
 _CHAT_ONLY = ("chat_history", "tool_choice", "mode")
@@ -98,36 +103,6 @@ class _Runner(Protocol):
     def chat(self, message: str, **kwargs: Any) -> AgentChatResponse: ...
 
     def achat(self, message: str, **kwargs: Any) -> Awaitable[AgentChatResponse]: ...
-
-
-def resolve_step(
-    state: TaskState, input: StepInput, step: TaskStep | str | None, step_id: str | None
-) -> tuple[str | None, StepInput]:
-    """The step to run and its input, from LlamaIndex's `(input, step)` or `step_id=`.
-
-    `step` is a `TaskStep` or a step id. A `TaskStep` copy whose input the caller changed
-    runs with that input, as LlamaIndex runs the object it is given.
-    """
-    if step is None:
-        if isinstance(input, str) and step_id is None and input in state.steps:
-            # Stepwise's order was (task_id, step_id, input): say so rather than run the id.
-            raise UserError(
-                f"{short_id(input)} is a step id of this task, passed as the input: run_step "
-                "takes (task_id, input, step), LlamaIndex's order",
-                hint="pass step_id=... or step=... to choose the step",
-                task_id=state.task_id,
-            )
-        return step_id, input
-    chosen = step.step_id if isinstance(step, TaskStep) else step
-    if not isinstance(chosen, str):
-        raise UserError(f"step must be a TaskStep or a step id, got {type(step).__name__}")
-    if step_id is not None and step_id != chosen:
-        raise UserError(f"step {short_id(chosen)} and step_id={short_id(step_id)} disagree")
-    stored = state.steps.get(chosen)
-    if isinstance(step, TaskStep) and stored is not None and step is not stored:
-        if input is None and step.input != stored.input:
-            input = step.input
-    return chosen, input
 
 
 def extra_sources(task: Task) -> list[ToolOutput]:

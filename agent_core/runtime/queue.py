@@ -21,6 +21,7 @@ from agent_core.runtime.claims import IN_FLIGHT, claim_is_stale, claim_owner
 from agent_core.types import (
     DONE_STATUSES,
     StepAction,
+    StepInput,
     StepStatus,
     TaskState,
     TaskStatus,
@@ -38,6 +39,7 @@ __all__ = [
     "mark_completed",
     "nothing_to_run",
     "pick_step",
+    "resolve_step",
     "step_of",
 ]
 
@@ -249,3 +251,33 @@ def mark_completed(state: TaskState, step: TaskStep, next_steps: list[TaskStep])
     step.finished_at = utcnow()
     step.number = len(state.completed) + 1
     state.completed.append(step.step_id)
+
+
+def resolve_step(
+    state: TaskState, input: StepInput, step: TaskStep | str | None, step_id: str | None
+) -> tuple[str | None, StepInput]:
+    """The step to run and its input, from LlamaIndex's `(input, step)` or `step_id=`.
+
+    `step` is a `TaskStep` or a step id. A `TaskStep` copy whose input the caller changed
+    runs with that input, as LlamaIndex runs the object it is given.
+    """
+    if step is None:
+        if isinstance(input, str) and step_id is None and input in state.steps:
+            # Stepwise's order was (task_id, step_id, input): say so rather than run the id.
+            raise UserError(
+                f"{short_id(input)} is a step id of this task, passed as the input: run_step "
+                "takes (task_id, input, step), LlamaIndex's order",
+                hint="pass step_id=... or step=... to choose the step",
+                task_id=state.task_id,
+            )
+        return step_id, input
+    chosen = step.step_id if isinstance(step, TaskStep) else step
+    if not isinstance(chosen, str):
+        raise UserError(f"step must be a TaskStep or a step id, got {type(step).__name__}")
+    if step_id is not None and step_id != chosen:
+        raise UserError(f"step {short_id(chosen)} and step_id={short_id(step_id)} disagree")
+    stored = state.steps.get(chosen)
+    if isinstance(step, TaskStep) and stored is not None and step is not stored:
+        if input is None and step.input != stored.input:
+            input = step.input
+    return chosen, input

@@ -61,7 +61,6 @@ from agent_core.runtime.llamaindex_api import (
     build_from_llm,
     extra_sources,
     replace_history,
-    resolve_step,
     use_chat_history,
 )
 from agent_core.runtime.loop import on_runtime_thread, run_sync, runs_on_runtime, submit
@@ -73,6 +72,7 @@ from agent_core.runtime.queue import (
     mark_completed,
     nothing_to_run,
     pick_step,
+    resolve_step,
     step_of,
 )
 from agent_core.runtime.sampling import (

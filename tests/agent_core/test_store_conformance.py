@@ -1,4 +1,4 @@
-"""The store conformance suite (`agent_core.store.testing`) on every store Stepwise ships."""
+"""The store conformance suite (`agent_core.testing.stores`) on every store Stepwise ships."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.store.testing import (
+from agent_core.testing.stores import (
     InMemoryHarness,
     PostgresHarness,
     SQLiteHarness,

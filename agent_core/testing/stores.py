@@ -4,7 +4,7 @@ Subclass `StoreConformance` in a test module and give it a `store_harness` fixtu
 yields a `StoreHarness` on fresh, empty data (and closes it after)::
 
     import pytest
-    from agent_core.store.testing import SQLiteHarness, StoreConformance
+    from agent_core.testing.stores import SQLiteHarness, StoreConformance
 
     class TestMyStore(StoreConformance):
         @pytest.fixture
