@@ -97,7 +97,7 @@ class _Seen:
 
     version: int
     status: str
-    steps: dict[str, tuple[StepStatus, int, str | None]]  # id: (status, number, error)
+    steps: dict[str, tuple[StepStatus, int | None, str | None]]  # id: (status, number, error)
 
 
 def _seen(state: TaskState) -> _Seen:

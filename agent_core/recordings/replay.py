@@ -266,7 +266,7 @@ async def _arun_with_acts(
     rejected = _act(recorded, "rejected_call")
     if rejected is not None:
         return await runner.areject_step(task_id, step.step_id, message=rejected.text)
-    hold = {HOLD_TOOL: held.__contains__} if held else {}
+    hold: dict[str, Any] = {HOLD_TOOL: held.__contains__} if held else {}
     edited = _act(recorded, "edited_input") or _act(recorded, "edited_call")
     if edited is not None:
         return await runner.arun_step(task_id, input=edited.input, step_id=step.step_id, **hold)

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from agent_core.llms.base import RAW_TOOL_ARGUMENTS, ChatMessage, Role, ToolCall
 from agent_core.llms.content import ImagePart, TextPart
-from agent_core.recordings.importers._reading import Source, parse_embedded
+from agent_core.recordings.importers._reading import Source, mapping, parse_embedded
 
 __all__ = ["Reading", "text_of"]
 
@@ -180,8 +180,8 @@ class Reading:
 
     def _call(self, call: dict[str, Any], span: str) -> ToolCall:
         """A tool call in OpenAI's, OpenInference's, LangChain's or Anthropic's shape."""
-        call = call.get("tool_call", call)
-        function = call.get("function") if isinstance(call.get("function"), dict) else call
+        call = mapping(call.get("tool_call", call))
+        function = mapping(call.get("function")) or call
         raw = function.get("arguments", function.get("args", function.get("input")))
         return ToolCall(
             id=str(call.get("id") or ""),

@@ -71,6 +71,11 @@ class Source:
         return TraceImportError(message, file=self.name, **kwargs)
 
 
+def mapping(value: Any) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one (traces omit or mistype fields)."""
+    return value if isinstance(value, dict) else {}
+
+
 def open_source(source: str | os.PathLike[str] | bytes, *, name: str = "") -> Source:
     """A file to import, by path or as its bytes, refused when over `MAX_IMPORT_BYTES`.
 

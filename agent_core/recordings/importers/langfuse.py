@@ -15,7 +15,7 @@ from typing import Any
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.recordings.importers._arrange import SpanNode, arrange
 from agent_core.recordings.importers._messages import Reading, text_of
-from agent_core.recordings.importers._reading import Source
+from agent_core.recordings.importers._reading import Source, mapping
 from agent_core.recordings.importers._times import latency_ms, parse_time, seconds
 from agent_core.recordings.importers.recorded import (
     RecordedModelCall,
@@ -135,7 +135,7 @@ def _tool_call(obs: dict[str, Any], reading: Reading) -> RecordedToolCall:
     result = obs.get("output")
     if failed and result is None:
         result = obs.get("statusMessage") or "error"
-    metadata = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
+    metadata = mapping(obs.get("metadata"))
     return RecordedToolCall(
         span=span,
         name=obs.get("name") or None,
@@ -159,7 +159,7 @@ def _usage(obs: dict[str, Any]) -> Usage:
                 return details[key]
         return 0
 
-    costs = obs.get("costDetails") if isinstance(obs.get("costDetails"), dict) else {}
+    costs = mapping(obs.get("costDetails"))
     cost = obs.get("calculatedTotalCost", costs.get("total"))
     return Usage(
         prompt_tokens=count("input", "promptTokens", "prompt_tokens"),

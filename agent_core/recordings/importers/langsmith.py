@@ -16,7 +16,7 @@ from typing import Any
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.recordings.importers._arrange import SpanNode, arrange
 from agent_core.recordings.importers._messages import Reading, text_of
-from agent_core.recordings.importers._reading import Source
+from agent_core.recordings.importers._reading import Source, mapping
 from agent_core.recordings.importers._times import latency_ms, parse_time, seconds
 from agent_core.recordings.importers.recorded import (
     RecordedModelCall,
@@ -137,7 +137,7 @@ def _node(run: dict[str, Any], order: int, reading: Reading) -> SpanNode:
 def _model_call(run: dict[str, Any], reading: Reading) -> RecordedModelCall:
     span = str(run.get("id") or "")
     start, end = parse_time(run.get("start_time")), parse_time(run.get("end_time"))
-    inputs = run.get("inputs") if isinstance(run.get("inputs"), dict) else {}
+    inputs = mapping(run.get("inputs"))
     messages = reading.messages(inputs.get("messages"), span=span) or [
         ChatMessage(role="user", content=text_of(p)) for p in inputs.get("prompts") or []
     ]
@@ -208,9 +208,9 @@ def _tool_call(run: dict[str, Any], reading: Reading) -> RecordedToolCall:
 
 
 def _usage(run: dict[str, Any]) -> Usage:
-    outputs = run.get("outputs") if isinstance(run.get("outputs"), dict) else {}
-    llm_output = outputs.get("llm_output") if isinstance(outputs.get("llm_output"), dict) else {}
-    usage = llm_output.get("token_usage") if isinstance(llm_output.get("token_usage"), dict) else {}
+    outputs = mapping(run.get("outputs"))
+    llm_output = mapping(outputs.get("llm_output"))
+    usage = mapping(llm_output.get("token_usage"))
 
     def count(top: str, key: str) -> int:
         value = run.get(top, usage.get(key))
