@@ -447,11 +447,13 @@ class LLMTimeoutError(LLMError):
 
 
 class LLMConnectionError(LLMError):
-    """The model's server could not be reached."""
+    """The model's server could not be reached (or lost the reply while sending it)."""
 
-    def __init__(self, message: str = "", **kw: Unpack[ErrorFields]) -> None:
+    def __init__(
+        self, message: str = "", *, retryable: bool | None = None, **kw: Unpack[ErrorFields]
+    ) -> None:
         kw.setdefault("remedy", "configure_model")
-        super().__init__(message, **kw)
+        super().__init__(message, retryable=retryable, **kw)
 
 
 class LLMStatusError(LLMError):
