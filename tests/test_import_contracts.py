@@ -128,5 +128,19 @@ def test_the_server_opening_a_store_itself_breaks_its_way_through_the_host(tree)
     done = lint_imports(tree)
     assert done.returncode == 1, done.stdout + done.stderr
     broken = {k for k, v in verdicts(done.stdout).items() if v == "BROKEN"}
-    assert broken == {"server-through-host"}
+    assert broken == {"server-through-host", "faces-open-stores-through-host"}
     assert "stepwise.server.app -> agent_core.store.open" in done.stdout
+
+
+def test_a_cli_command_opening_a_store_itself_breaks_the_faces_way_through_the_host(tree):
+    # Deferred, as a one-shot command would write it: still a face choosing its store alone.
+    add_lines(
+        tree / "stepwise" / "cli" / "db.py",
+        "\n\ndef _own_store(target):\n    from agent_core.store.open import open_store\n\n"
+        "    return open_store(target)\n",
+    )
+    done = lint_imports(tree)
+    assert done.returncode == 1, done.stdout + done.stderr
+    broken = {k for k, v in verdicts(done.stdout).items() if v == "BROKEN"}
+    assert broken == {"faces-open-stores-through-host"}
+    assert "stepwise.cli.db -> agent_core.store.open" in done.stdout

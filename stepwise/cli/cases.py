@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TextIO
 
 from agent_core.errors import AgentCoreError, UserError
+from agent_core.host import open_store
 from agent_core.recordings import (
     DEFAULT_CASES_DIR,
     Case,
@@ -34,7 +35,6 @@ from agent_core.recordings import (
     save_case,
 )
 from agent_core.recordings.cases import CASE_SUFFIX, case_text
-from agent_core.store.open import open_store
 from agent_core.user_code.registry import UserCodeRegistry, parse_entry
 from stepwise.cli._case_report import Run, print_report, write_junit
 

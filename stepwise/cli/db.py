@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agent_core.errors import AgentCoreError, StoreError, UserError
+from agent_core.host import is_url, masked_target, open_store
 from agent_core.runtime.fork import new_task_change
 from agent_core.store.base import MemoryWrite
-from agent_core.store.open import is_url, masked_target, open_store
 from agent_core.types import TaskState, short_id
 from stepwise.cli._db_rows import Names, names_in
 

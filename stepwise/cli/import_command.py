@@ -14,8 +14,8 @@ import sys
 from typing import Any
 
 from agent_core.errors import AgentCoreError, UserError
+from agent_core.host import open_store
 from agent_core.recordings.importers import IMPORT_FORMATS, import_file
-from agent_core.store.open import open_store
 
 __all__ = ["add_import_parser", "run_import"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agent_core.errors import AgentCoreError, UserError
 from agent_core.extras import require
-from agent_core.store.open import is_url
+from agent_core.host import is_url
 from agent_core.telemetry import hooks as telemetry_hooks
 from agent_core.user_code.registry import EntryKind, parse_entry
 from stepwise.cli.cases import add_test_parser, run_test

@@ -40,7 +40,7 @@ def run_server(
     require("server", feature="stepwise serve")
     import uvicorn
 
-    from agent_core.store.open import masked_target
+    from agent_core.host import masked_target
     from stepwise.http.listening import uvicorn_options
     from stepwise.http.settings import check_exposure
     from stepwise.server import ServerSettings, create_app

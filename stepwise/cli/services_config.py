@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.errors import UserError
+from agent_core.host import is_url, open_store
 from agent_core.llms.base import LLM
 from agent_core.llms.catalog import infer_model, split_model
 from agent_core.spec import AgentSpec
 from agent_core.store import InMemoryStore, Store
-from agent_core.store.open import is_url, open_store
 from agent_core.user_code.registry import UserCodeRegistry
 from stepwise.http.settings import api_token
 from stepwise.services import (

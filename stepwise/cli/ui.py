@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agent_core.extras import require
-from agent_core.store.open import masked_target
+from agent_core.host import masked_target
 from agent_core.user_code.registry import AGENTS_ENV, MCP_ENV, TOOLS_ENV
 from stepwise.app import entry_script
 from stepwise.app.config import streamlit_flags

@@ -23,7 +23,7 @@ from typing import Any
 
 from agent_core.errors import StoreError, UserError
 from agent_core.extras import require
-from agent_core.store.open import split_schema
+from agent_core.host import split_schema
 from agent_core.store.pg_pool import ConnectionPool
 from agent_core.store.postgres import masked_url
 
