@@ -169,7 +169,7 @@ class LlamaIndexWorker(BaseAgentWorker):
     def _go(self, step: TaskStep, record: dict[str, Any]) -> tuple[StepwiseGo, str]:
         gate = step.step_state.get(_GATE)
         pending = {g["gate"]: g for g in record.get("pending", [])}
-        if gate not in pending:
+        if not isinstance(gate, str) or gate not in pending:
             raise UserError(
                 "this LlamaIndex call is no longer waiting in the workflow; undo to the step "
                 "that queued it"

@@ -234,7 +234,8 @@ async def run_once(
 
 def _opening(go: StepwiseGo | None, answer: Any, outcome: RunOutcome) -> Event:
     if answer is not None:
-        return HumanResponseEvent(response=answer)
+        # An event takes any fields; its class declares none, so pyright knows no `response`.
+        return HumanResponseEvent(response=answer)  # pyright: ignore[reportCallIssue]
     if go is not None:
         return go
     llm = next(gate for gate in outcome.gates if gate.kind == "llm")
