@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from agent_core.runtime.breakpoints import (
         AtStep,
         CostOver,
+        OnNode,
         OnTool,
         RunUntilResult,
         TokensOver,
@@ -50,6 +51,7 @@ _HOMES = {
     "agent_core.runtime.breakpoints": (
         "AtStep",
         "CostOver",
+        "OnNode",
         "OnTool",
         "RunUntilResult",
         "TokensOver",
@@ -97,6 +99,7 @@ __all__ = [
     "ChatMemoryBuffer",
     "CostOver",
     "FunctionCallingAgent",
+    "OnNode",
     "OnTool",
     "ParallelAgentRunner",
     "ReActAgent",

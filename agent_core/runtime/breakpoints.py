@@ -24,6 +24,7 @@ __all__ = [
     "AtStep",
     "Breakpoint",
     "CostOver",
+    "OnNode",
     "OnTool",
     "RunUntilResult",
     "StopReason",
@@ -82,6 +83,29 @@ class OnTool:
             for call in last.tool_calls:
                 if not call.is_error and self.holds_tool(call.tool_name):
                     return f"breakpoint: step {last.task_step.number} called {call.tool_name!r}"
+        return None
+
+
+def nodes_of(step: TaskStep) -> list[str]:
+    """The graph nodes a step runs, as a graph adapter names them in `step_state["nodes"]`."""
+    nodes = step.step_state.get("nodes")
+    return [n for n in nodes if isinstance(n, str)] if isinstance(nodes, list) else []
+
+
+@dataclass(frozen=True)
+class OnNode:
+    """Stop before a step that runs the graph node `name` (LangGraph's Studio breakpoint).
+
+    A graph adapter names the node(s) each upcoming step runs in its `step_state["nodes"]`;
+    a step of another worker names none, so this never stops it.
+    """
+
+    name: str
+
+    def __call__(self, state: TaskState, next_step: TaskStep) -> str | None:
+        """Stop when `next_step` runs the node."""
+        if self.name in nodes_of(next_step):
+            return f"breakpoint: before node {self.name!r}"
         return None
 
 

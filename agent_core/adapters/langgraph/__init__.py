@@ -91,6 +91,12 @@ from agent_core.adapters.langgraph._messages import (
 )
 from agent_core.adapters.langgraph._run import GraphThread, ModelCalls, as_nodes
 from agent_core.adapters.langgraph._saver import StepwiseSaver
+from agent_core.adapters.langgraph._topology import (
+    STATE_AFTER,
+    TOPOLOGY,
+    readable_state,
+    topology,
+)
 from agent_core.errors import UserError
 from agent_core.events import TokenDeltaEvent
 from agent_core.llms.base import ChatMessage
@@ -156,6 +162,7 @@ class LangGraphWorker(BaseAgentWorker):
         self._input_keys = _input_keys(graph)
         self._models = _chat_models(graph)
         self._node_kinds = _node_kinds(graph, self._tool_nodes)
+        self._topology = topology(graph)
         self._streams = True
         """False once a chat model failed on a forced stream: its replies are not streamed."""
 
@@ -168,6 +175,10 @@ class LangGraphWorker(BaseAgentWorker):
     def own_model(self) -> str:
         """The chat models the graph's nodes call: the app's model is not used."""
         return ", ".join(self._models) or "the one its nodes call"
+
+    def topology(self) -> dict[str, Any]:
+        """The graph's nodes and edges, START and END included, as JSON (`_topology`)."""
+        return json.loads(json.dumps(self._topology))
 
     # ------------------------------------------------------------------ the first step
 
@@ -250,6 +261,8 @@ class LangGraphWorker(BaseAgentWorker):
         self, step: TaskStep, task: Task, kwargs: dict[str, Any]
     ) -> TaskStepOutput:
         record = _record_of(task)
+        # Once per task, so a task read without its code (finished, imported) draws it too.
+        record.setdefault(TOPOLOGY, self._topology)
         role = step.step_state.get(ROLE, SUPERSTEP)
         if role == CALL:
             waiting = decide(step, record)
@@ -287,6 +300,8 @@ class LangGraphWorker(BaseAgentWorker):
             await run.update(self._steering(step, task, record))
             updates = await run.superstep(None)
         state = await run.outcome()
+        # The checkpoint this step leaves, readable on its card (Studio's per-step state).
+        step.step_state[STATE_AFTER] = readable_state(state.values)
         ran = _unique(node for node, _ in updates)
         messages = self._mirror(state, task, record, replaced=run.updated)
         record["saved"] = self._saver.dump(thread)

@@ -97,7 +97,7 @@ def call_steps(
                 kind=StepKind.TOOL, input=tool_step_input(call["name"], args, _id(call))
             )
         proposed.name = node
-        proposed.step_state.update({ROLE: CALL, "call_id": _id(call)})
+        proposed.step_state.update({ROLE: CALL, "call_id": _id(call), "nodes": [node]})
         proposed.cannot = {StepAction.SKIP: _CALL_NO_SKIP, StepAction.FEEDBACK: CALLS_FIRST}
         if steps:  # One at a time, so that the last decision is the one that runs the node.
             proposed.depends_on = [steps[-1].step_id]
@@ -192,6 +192,7 @@ def answer_step(step: TaskStep, state: Any) -> TaskStep:
         name=node,
         step_state={
             ROLE: ANSWER,
+            "nodes": [node] if node else [],
             INTERRUPT_KEY: json_safe(interrupt.value),
             "interrupt_id": interrupt.id,
         },
