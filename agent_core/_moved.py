@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import sys
 import warnings
 from collections.abc import Iterable, Sequence
@@ -53,6 +54,9 @@ _MOVED: tuple[Move, ...] = (
     Move("stepwise_server", "stepwise.server", until="0.3"),
     Move("agent_services", "stepwise.services", until="0.3"),
     Move("stepwise_cli", "stepwise.cli", until="0.3"),
+    # The app's Streamlit pieces, a fourth root beside agent_core and stepwise whose name
+    # clashed with a user's own `components` package.
+    Move("components", "stepwise.app.components", until="0.3"),
     # What both HTTP faces share, from when only the server had it.
     Move("stepwise.server.errors", "stepwise.http.errors", until="0.3"),
     Move("stepwise.server.security", "stepwise.http.security", until="0.3"),
@@ -129,8 +133,11 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
         move = self._move(fullname)
         if move is None:
             return None
-        warnings.warn(_message(fullname, move), DeprecationWarning, stacklevel=2)
         new = move.new + fullname[len(move.old) :]
+        if importlib.util.find_spec(new) is None:
+            # Nothing moved there: fail as a missing module does, under the name imported.
+            return None
+        warnings.warn(_message(fullname, move), DeprecationWarning, stacklevel=2)
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(new))
 
 

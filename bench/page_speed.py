@@ -136,7 +136,7 @@ def _server(folder: Path, db: Path, *, wait: bool = True) -> Iterator[str]:
 
     With `wait`, yields once the server answers its health check; without, at once.
     """
-    from components.dag_view import ensure_static_assets
+    from stepwise.app.components.dag_view import ensure_static_assets
 
     ensure_static_assets()
     port = _free_port()

@@ -12,7 +12,7 @@ from pathlib import Path
 from agent_core.llms import FunctionLLM
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
-from components.dag_view import dag_html
+from stepwise.app.components.dag_view import dag_html
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = (50, 200, 500)

@@ -31,7 +31,12 @@ def _loaded_after(statement: str, watched: tuple[str, ...]) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "module", ["components.state", "components.settings_form", "components.task_form"]
+    "module",
+    [
+        "stepwise.app.components.state",
+        "stepwise.app.components.settings_form",
+        "stepwise.app.components.task_form",
+    ],
 )
 def test_the_app_loads_no_provider_sdk(module: str) -> None:
     assert _loaded_after(f"import {module}", SDKS) == []

@@ -1,9 +1,10 @@
 """A user's package that has the name of one of Stepwise's own: why its import failed.
 
 Stepwise installs a few top-level packages (`own_packages()`), one with a name common in
-Streamlit projects: `components`, the app's Streamlit pieces. The app imports it before any
-user code, so in the app `import components.widgets` looks inside Stepwise's `components`,
-not the user's, and fails with a `ModuleNotFoundError` that names neither. `explain_clash`
+Streamlit projects: `components`, until Stepwise 0.3 the alias of the app's Streamlit pieces
+(now `stepwise.app.components`, which the app imports instead). Once something has imported
+it, `import components.widgets` looks inside Stepwise's `components`, not the user's, and fails
+with a `ModuleNotFoundError` that names neither. `explain_clash`
 turns such a failure into a sentence that names both packages and what to do.
 """
 

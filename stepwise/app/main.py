@@ -21,8 +21,8 @@ from pathlib import Path
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-from components import navigation
-from components.code_watch import render_reload_watch
+from stepwise.app.components import navigation
+from stepwise.app.components.code_watch import render_reload_watch
 
 __all__ = ["PAGES", "AppPage", "main"]
 

@@ -33,10 +33,10 @@ __all__ = [
 ]
 
 DB_ENV = "STEPWISE_DB"
-"""The app's database: a path or a URL (`components.runtime.DB_ENV`)."""
+"""The app's database: a path or a URL (`stepwise.app.components.runtime.DB_ENV`)."""
 RELOAD_ENV = "STEPWISE_RELOAD"
 """1 when the app watches the user's code and reloads it on a save
-(`components.code_watch.RELOAD_ENV`); unset when it does not."""
+(`stepwise.app.components.code_watch.RELOAD_ENV`); unset when it does not."""
 
 
 def has_file_targets(agents: Mapping[str, str], tools: Mapping[str, str]) -> bool:
@@ -54,7 +54,7 @@ def streamlit_command(*, port: int | None = None, host: str | None = None) -> li
     `port` and `host` override the config's (8501 on localhost).
 
     `-P` keeps the working folder off the front of `sys.path`: the app's own packages
-    (`components`, ...) load from the installation even when the user's project has a
+    (`stepwise`, ...) load from the installation even when the user's project has a
     package of the same name. The user's agents and tools still import from the project:
     the app's registry puts their folders on the path when it loads them.
     """

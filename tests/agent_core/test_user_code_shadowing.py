@@ -1,21 +1,28 @@
-"""A user's `components` package, shadowed by the app's own: the error names the clash.
+"""A user's `components` package, shadowed by Stepwise's: the error names the clash.
 
-The app imports Stepwise's `components` before any user code, so a user's agent doing
+The app imported Stepwise's top-level `components` before any user code; it is now
+`stepwise.app.components`, and the old name an alias for one release (agent_core._moved), which
+still shadows a user's own package once something imports it. Then a user's agent doing
 `from components.widgets import ...` looks inside ours. Each test checks that ours is the
 `components` loaded (the clash really happens) before it reads the error.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
-import components
 from agent_core.user_code.registry import UserCodeRegistry
 from agent_core.user_code.shadowing import explain_clash
 from tests.agent_core._user_projects import isolated_imports, write_project
+
+with warnings.catch_warnings():  # The old name, imported on purpose: its warning is expected.
+    warnings.simplefilter("ignore", DeprecationWarning)
+    components = importlib.import_module("components")
 
 pytestmark = pytest.mark.usefixtures(isolated_imports.__name__)
 

@@ -49,7 +49,7 @@ def stored(db: Path, task: str) -> TaskState:
 
 def saved_spec(db_path: Path) -> AgentSpec:
     """The agent spec the Settings page saved in the app's database."""
-    from components import state
+    from stepwise.app.components import state
 
     store = SQLiteStore(db_path)
     try:

@@ -11,7 +11,7 @@ from agent_core import AgentRunner
 from agent_core.llms import ScriptedLLM
 from agent_core.store import PostgresStore
 from agent_core.workers import ReActAgentWorker
-from components.database import shared_store
+from stepwise.app.components.database import shared_store
 
 SEED = "What is 6 * 7? (written by a runner on PostgreSQL)"
 
@@ -48,7 +48,7 @@ def test_the_app_lists_and_opens_a_task_a_runner_made_on_postgres(
 
 
 def test_the_database_is_named_without_its_password(monkeypatch: pytest.MonkeyPatch) -> None:
-    from components.database import database_label
+    from stepwise.app.components.database import database_label
 
     monkeypatch.setenv("STEPWISE_DB", "postgresql://team:s3cret@db.internal/stepwise")
     assert database_label() == "postgresql://team:***@db.internal/stepwise"

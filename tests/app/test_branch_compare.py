@@ -18,14 +18,14 @@ from agent_core.store import InMemoryStore
 from agent_core.tools import FunctionTool
 from agent_core.types import StepKind, StepStatus, TaskState
 from agent_core.workers import CustomSimpleAgentWorker, ReActAgentWorker
-from components.branch_compare import (
+from stepwise.app.components.branch_compare import (
     COMPARED_FIELDS,
     branch_label,
     default_pair,
     pair_steps,
     task_branches,
 )
-from components.run_compare import default_runs
+from stepwise.app.components.run_compare import default_runs
 
 HOSTILE = "<img src=x onerror=alert(1)> **bold** [link](http://x) :red[red]"
 
@@ -185,7 +185,7 @@ def _compare_app(replies: list[str]) -> None:
     from agent_core import AgentRunner
     from agent_core.llms import ScriptedLLM
     from agent_core.workers import ReActAgentWorker
-    from components.branch_compare import render_branch_compare
+    from stepwise.app.components.branch_compare import render_branch_compare
 
     agent = AgentRunner(ReActAgentWorker.from_tools([], llm=ScriptedLLM(replies)))
     task_id = agent.create_task("Say something.").task_id
@@ -235,7 +235,7 @@ def _runs_app(replies: list[str]) -> None:
     from agent_core import AgentRunner
     from agent_core.llms import ScriptedLLM
     from agent_core.workers import ReActAgentWorker
-    from components.branch_compare import render_branch_compare, task_branches
+    from stepwise.app.components.branch_compare import render_branch_compare, task_branches
 
     if "agent" not in st.session_state:  # One task across reruns: its branch ids stay.
         agent = AgentRunner(ReActAgentWorker.from_tools([], llm=ScriptedLLM(replies)))

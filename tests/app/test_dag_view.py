@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import components.dag_view as dag_view
+import stepwise.app.components.dag_view as dag_view
 from agent_core import AgentRunner, TaskState
 from agent_core.dag import COLLAPSED_NODE, STATUS_COLORS
 from agent_core.demos import SCENARIOS
@@ -26,7 +26,7 @@ from agent_core.llms import FunctionLLM, ScriptedLLM
 from agent_core.store import InMemoryStore
 from agent_core.tools import FunctionTool
 from agent_core.workers import CustomSimpleAgentWorker, ReActAgentWorker
-from components.dag_view import MAX_DRAWN_STEPS, VIS_NETWORK_URL, dag_data, dag_html
+from stepwise.app.components.dag_view import MAX_DRAWN_STEPS, VIS_NETWORK_URL, dag_data, dag_html
 
 # "href" matters: pyvis switches to a popup that sets innerHTML from any title containing it.
 HOSTILE = "<img src=x onerror=alert(1)></script><script>alert(1)</script> \"q\" 'a' & <b>b</b> href"
@@ -271,7 +271,7 @@ def test_the_component_ships_the_pinned_pyvis_bundle_of_vis_network() -> None:
 
 def _app(steps: int) -> None:
     from agent_core.types import StepStatus, Task, TaskState, TaskStep
-    from components.dag_view import render_dag
+    from stepwise.app.components.dag_view import render_dag
 
     state = TaskState(task=Task(task_id="t1", input="What is (121 * 3) + 42?"))
     for n in range(1, steps + 1):
@@ -297,7 +297,7 @@ def test_render_dag_draws_the_click_component_with_the_graph_as_data(static_dir:
     app = _run(2)
 
     (graph,) = app.get("component_instance")
-    assert graph.proto.component_name == "components.dag_view.stepwise_dag"
+    assert graph.proto.component_name == "stepwise.app.components.dag_view.stepwise_dag"
     args = json.loads(graph.proto.json_args)
     drawn = json.loads(args["graph"])  # One string: no list for Streamlit to check for pandas.
     assert [n["id"] for n in drawn["nodes"]] == ["s1", "s2"]

@@ -18,7 +18,7 @@ from agent_core.errors import StoreUnavailableError
 from agent_core.llms import ScriptedLLM
 from agent_core.store import PostgresStore
 from agent_core.workers import ReActAgentWorker
-from components.database import shared_store
+from stepwise.app.components.database import shared_store
 from tests._postgres_server import PostgresServer, _binaries, _free_port, _own_folder, _Shared
 
 from .conftest import new_app

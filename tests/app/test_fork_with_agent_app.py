@@ -19,8 +19,8 @@ from streamlit.testing.v1 import AppTest
 from agent_core.recordings.importers import import_file
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
-from components import state
-from components.messages import describe_data
+from stepwise.app.components import state
+from stepwise.app.components.messages import describe_data
 from tests.agent_core.recordings.importers.test_langfuse_langsmith import langsmith_run
 from tests.llm_servers import OpenAIServer
 

@@ -19,7 +19,7 @@ from agent_core.demos import SCENARIOS
 from agent_core.runtime.runner import AgentRunner
 from agent_core.store import SQLiteStore
 from agent_core.types import StepStatus
-from components.graph_panel import selection_key, undo_to_here
+from stepwise.app.components.graph_panel import selection_key, undo_to_here
 
 TIMEOUT = 30
 
@@ -27,8 +27,8 @@ TIMEOUT = 30
 def _panel(db: str, workspace: str, task_id: str, active: bool) -> None:
     from agent_core.demos import SCENARIOS
     from agent_core.store import SQLiteStore
-    from components.actions import show_notice
-    from components.graph_panel import render_graph_panel
+    from stepwise.app.components.actions import show_notice
+    from stepwise.app.components.graph_panel import render_graph_panel
 
     spec = SCENARIOS["arithmetic"].spec.model_copy(update={"workspace": workspace})
     runner = spec.build_runner(store=SQLiteStore(db))

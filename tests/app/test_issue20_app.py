@@ -15,7 +15,7 @@ from agent_core.store import SQLiteStore
 from agent_core.tools import FunctionTool
 from agent_core.types import StepKind, StepStatus
 from agent_core.workers import FunctionCallingAgentWorker, ReActAgentWorker
-from components.task_version import CHANGED
+from stepwise.app.components.task_version import CHANGED
 
 from .conftest import saved_spec, stored
 from .test_stepper import (

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from agent_core.user_code.imports import forget_user_modules
 from agent_core.user_code.registry import AGENTS_ENV
-from components.messages import unplain
+from stepwise.app.components.messages import unplain
 from tests.app.conftest import only_task_state
 from tests.llm_servers import OpenAIServer, Reply
 

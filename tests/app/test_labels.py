@@ -19,7 +19,7 @@ from agent_core.task_files import workspace_folder
 from agent_core.trace import export_trace, import_trace
 from agent_core.types import TaskStatus
 from agent_core.workers import ReActAgentWorker
-from components.messages import unplain
+from stepwise.app.components.messages import unplain
 
 DEMO_LINE = "Agent: ReAct · Model: Demo model — scripted replies, not a real LLM"
 

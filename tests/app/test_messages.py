@@ -38,8 +38,8 @@ from agent_core.store.base import TaskChange
 from agent_core.tools.arithmetic import arithmetic_tools
 from agent_core.types import StepStatus, TaskState, TaskStep
 from agent_core.workers import FunctionCallingAgentWorker, ReActAgentWorker
-from components import messages
-from components.messages import (
+from stepwise.app.components import messages
+from stepwise.app.components.messages import (
     cost_text,
     describe,
     describe_data,
@@ -361,9 +361,9 @@ def test_no_regular_expression_reads_the_runtimes_text() -> None:
         for name in [getattr(node, "module", None), *(a.name for a in node.names)]
         if name
     }
-    assert "re" not in imported, "components/messages.py imports re again"
+    assert "re" not in imported, "stepwise/app/components/messages.py imports re again"
     assert not hasattr(messages, "_PHRASES") and not hasattr(messages, "humanize")
-    # Nowhere in components/ does a regex read an error's text (message, hint, cause...).
+    # Nowhere in the app's components does a regex read an error's text (message, hint, cause...).
     for path in Path(messages.__file__).parent.glob("*.py"):
         for call in _regex_calls(ast.parse(path.read_text(encoding="utf-8"))):
             read = {
@@ -472,7 +472,7 @@ def _notice_page() -> None:
     import streamlit as st
 
     from agent_core.errors import StepError
-    from components.actions import attempt, show_notice
+    from stepwise.app.components.actions import attempt, show_notice
 
     def fail() -> None:
         cause = "the tool said <img src=x onerror=alert(1)> **bold**"

@@ -12,7 +12,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from agent_core.spec import AgentSpec
-from components.settings_form import CUSTOM
+from stepwise.app.components.settings_form import CUSTOM
 from tests.app.conftest import only_task_state, saved_spec
 
 SERVER = "http://127.0.0.1:9/v1"

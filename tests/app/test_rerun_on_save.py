@@ -16,7 +16,7 @@ from agent_core.demos import ARITHMETIC_TASK
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
 from agent_core.user_code.registry import AGENTS_ENV
-from components.code_watch import RELOAD_ENV
+from stepwise.app.components.code_watch import RELOAD_ENV
 from tests.agent_core._user_projects import isolated_imports  # noqa: F401 - a fixture
 from tests.agent_core.recordings._projects import write_agent
 

@@ -14,7 +14,7 @@ from typing import Any
 from streamlit.testing.v1 import AppTest
 
 from agent_core.types import StepStatus, Task, TaskState, TaskStatus, TaskStep
-from components.messages import describe_data, unplain
+from stepwise.app.components.messages import describe_data, unplain
 from tests.app.conftest import only_task_state
 from tests.llm_servers import OpenAIServer, Reply
 

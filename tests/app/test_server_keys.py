@@ -21,8 +21,8 @@ from agent_core.llms import ChatMessage
 from agent_core.llms.openai import OpenAILLM
 from agent_core.spec import AgentSpec
 from agent_core.trace import export_trace
-from components import runtime, state
-from components.settings_form import CUSTOM
+from stepwise.app.components import runtime, state
+from stepwise.app.components.settings_form import CUSTOM
 from tests.llm_servers import OpenAIServer, Reply
 
 from .conftest import only_task_state

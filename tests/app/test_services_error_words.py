@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.services_connection import Connection, explain_error
+from stepwise.app.components.services_connection import Connection, explain_error
 from stepwise.services.errors import ControlPlaneError
 
 REMOTE = Connection(client=None, url="http://127.0.0.1:8100", local=False)  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ import asyncio
 
 from agent_core.llms import ChatMessage
 from agent_core.store import InMemoryStore
-from components import services_local
+from stepwise.app.components import services_local
 from stepwise.services import SimpleMessageQueue
 from tests.stepwise.services._system import load_example
 

@@ -18,7 +18,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from agent_core.store import SQLiteStore
-from components.services_local import stop_local_control_planes
+from stepwise.app.components.services_local import stop_local_control_planes
 from tests.app.conftest import new_app
 
 CREATE = "FormSubmitter:services-new-task-Create task"

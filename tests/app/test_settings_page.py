@@ -20,9 +20,9 @@ from agent_core.errors import StoreError
 from agent_core.llms.openai import OPENAI_COMPATIBLE_PRESETS
 from agent_core.spec import DEFAULT_MODELS, AgentSpec
 from agent_core.store import SQLiteStore
-from components import state
-from components.messages import unplain
-from components.settings_form import CUSTOM, parse_prices
+from stepwise.app.components import state
+from stepwise.app.components.messages import unplain
+from stepwise.app.components.settings_form import CUSTOM, parse_prices
 
 from .conftest import only_task_state
 

@@ -17,7 +17,7 @@ from agent_core.demos import SCENARIOS
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.runtime.runner import AgentRunner
 from agent_core.types import StepKind, StepStatus, TaskStep, TaskStepOutput, ToolOutput
-from components.step_card import card_title
+from stepwise.app.components.step_card import card_title
 
 RUN_PYTHON_CODE = 'import pathlib\nprint("hi")\npathlib.Path("a.txt").write_text("x")\n'
 HAIKU = "Soft wool on the wind\nhigh above the quiet clouds\na llama hums home"
@@ -47,7 +47,7 @@ def _draw(outputs: list[TaskStepOutput]) -> AppTest:
 
     def page(dumped: list[str]) -> None:
         from agent_core.types import TaskStepOutput
-        from components.step_card import render_step_card
+        from stepwise.app.components.step_card import render_step_card
 
         for text in dumped:
             render_step_card(TaskStepOutput.model_validate_json(text), expanded=True)
@@ -226,7 +226,7 @@ def test_the_messages_a_step_sent_are_one_toggle_away() -> None:
 def _memory_page(messages: list[ChatMessage], *, twice: bool = False) -> AppTest:
     def page(dumped: list[str], twice: bool) -> None:
         from agent_core.llms.base import ChatMessage
-        from components.memory_view import render_memory
+        from stepwise.app.components.memory_view import render_memory
 
         messages = [ChatMessage.model_validate_json(text) for text in dumped]
         render_memory(messages)

@@ -29,17 +29,17 @@ from agent_core.store import SQLiteStore
 from agent_core.tools.arithmetic import arithmetic_tools
 from agent_core.types import StepKind, StepStatus, TaskState, TaskStatus, TaskStep, TaskStepOutput
 from agent_core.workers import ReActAgentWorker
-from components.live_step import shown_text
-from components.memory_view import message_text
-from components.messages import unplain
-from components.step_card import card_title
+from stepwise.app.components.live_step import shown_text
+from stepwise.app.components.memory_view import message_text
+from stepwise.app.components.messages import unplain
+from stepwise.app.components.step_card import card_title
 
 from .conftest import stored
 
 CARDS_SHOWN = 10
 """The page's window of completed-step cards (app_pages/stepper.py)."""
 TASK_KEY = "stepwise.task_id"
-"""Where components/state.py keeps the current task id in session state."""
+"""Where stepwise/app/components/state.py keeps the current task id in session state."""
 HOSTILE = "<img src=x onerror=alert(1)>"
 ANSWER_405 = "(121 * 3) + 42 = 405"
 
@@ -100,7 +100,7 @@ def texts(at: AppTest) -> list[str]:
 
 def messages(at: AppTest) -> list[str]:
     """The app's messages as read on the page: each coloured box (its markdown escapes undone,
-    see `components.messages.plain`) and each toast."""
+    see `stepwise.app.components.messages.plain`) and each toast."""
     boxes = [e.value for e in [*at.error, *at.warning, *at.info, *at.success]]
     return [unplain(text) for text in boxes] + toasts(at)
 

@@ -11,8 +11,8 @@ from streamlit.testing.v1 import AppTest
 
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
-from components import runtime
-from components.messages import unplain
+from stepwise.app.components import runtime
+from stepwise.app.components.messages import unplain
 from tests.app.conftest import only_task_state
 
 

@@ -125,7 +125,7 @@ def _pipeline_output() -> TaskStepOutput:
 def _draw(output: TaskStepOutput) -> AppTest:
     def page(dumped: str) -> None:
         from agent_core.types import TaskStepOutput
-        from components.step_card import render_step_card
+        from stepwise.app.components.step_card import render_step_card
 
         render_step_card(TaskStepOutput.model_validate_json(dumped), expanded=True)
 

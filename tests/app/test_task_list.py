@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from agent_core.llms.base import Usage
-from components import messages, task_list
-from components.task_list import usage_cost_text
+from stepwise.app.components import messages, task_list
+from stepwise.app.components.task_list import usage_cost_text
 
 
 def test_a_tasks_cost_is_written_by_the_apps_one_cost_text() -> None:
@@ -20,7 +20,7 @@ def test_a_task_with_a_failed_step_to_retry_reads_active_as_in_its_header() -> N
 
     from agent_core.store.base import TaskSummary
     from agent_core.types import TaskStatus
-    from components.task_list import summary_line
+    from stepwise.app.components.task_list import summary_line
 
     moment = datetime(2026, 11, 27, tzinfo=UTC)
     failed = TaskSummary(

@@ -12,7 +12,7 @@ from agent_core.store import SQLiteStore
 from agent_core.store.base import TaskSummary
 from agent_core.types import TaskStatus
 from agent_core.workers import ReActAgentWorker
-from components.task_list import group_threads
+from stepwise.app.components.task_list import group_threads
 
 _ANSWER = "Thought: done.\nAnswer: 42"
 

@@ -18,7 +18,7 @@ from agent_core.store import InMemoryStore, SQLiteStore
 from agent_core.trace import TRACE_FORMAT, import_trace
 from agent_core.types import TaskStatus, short_id
 from agent_core.workers import ReActAgentWorker
-from components.task_list import PAGE_SIZE
+from stepwise.app.components.task_list import PAGE_SIZE
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 TASK_STATE_KEY = "stepwise.task_id"

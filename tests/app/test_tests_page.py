@@ -12,7 +12,7 @@ from agent_core.demos import ARITHMETIC_TASK
 from agent_core.recordings import case_from_task, load_case, save_case
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
-from components.messages import describe_data, unplain
+from stepwise.app.components.messages import describe_data, unplain
 
 TESTS_PAGE = "app_pages/tests.py"
 

@@ -17,8 +17,8 @@ from streamlit.testing.v1 import AppTest
 
 from agent_core.demos import ARITHMETIC_TASK
 from agent_core.types import StepKind, TaskStatus, short_id
-from components.conversation_editor import edit_reason
-from components.messages import describe_data
+from stepwise.app.components.conversation_editor import edit_reason
+from stepwise.app.components.messages import describe_data
 
 from .conftest import stored
 from .test_stepper import (

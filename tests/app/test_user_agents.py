@@ -22,8 +22,8 @@ from agent_core.store import SQLiteStore
 from agent_core.types import TaskState
 from agent_core.user_code.imports import forget_user_modules
 from agent_core.user_code.registry import AGENTS_ENV, TOOLS_ENV
-from components.messages import unplain
-from components.user_code_view import RELOAD_HELP
+from stepwise.app.components.messages import unplain
+from stepwise.app.components.user_code_view import RELOAD_HELP
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TASK_KEY = "stepwise.task_id"

@@ -7,7 +7,7 @@ import html
 import re
 from pathlib import Path
 
-from components.workspace_view import sandboxed_html
+from stepwise.app.components.workspace_view import sandboxed_html
 from tests.app.test_workspace_view import HOSTILE_HTML, _app, _preview, _task_with
 
 

@@ -27,7 +27,7 @@ HOSTILE_HTML = "<!doctype html><script>alert(1)</script><h1>Hi</h1>"
 
 def _script(state_json: str) -> None:
     from agent_core.types import TaskState
-    from components.workspace_view import render_workspace
+    from stepwise.app.components.workspace_view import render_workspace
 
     render_workspace(TaskState.model_validate_json(state_json))
 

@@ -63,7 +63,7 @@ def chromium_path() -> str:
 @pytest.fixture
 def app_url(tmp_path: Path) -> Iterator[str]:
     """The app on a free port, with its database and workspaces in `tmp_path`."""
-    from components.dag_view import ensure_static_assets
+    from stepwise.app.components.dag_view import ensure_static_assets
 
     ensure_static_assets()  # As `make run` does: the static folder exists before the server.
     port = _free_port()

@@ -31,8 +31,8 @@ import streamlit as st
 
 from agent_core.demos import SCENARIOS
 from agent_core.store import SQLiteStore
-from components.actions import show_notice
-from components.graph_panel import render_graph_panel
+from stepwise.app.components.actions import show_notice
+from stepwise.app.components.graph_panel import render_graph_panel
 
 st.set_page_config(layout="wide")
 spec = SCENARIOS["arithmetic"].spec.model_copy(update={{"workspace": {workspace!r}}})
@@ -79,7 +79,7 @@ def task(tmp_path: Path) -> Task:
 @pytest.fixture
 def panel_url(chromium_path: str, task: Task, tmp_path: Path) -> Iterator[str]:
     """A Streamlit server running only the graph panel for `task`."""
-    from components.dag_view import ensure_static_assets
+    from stepwise.app.components.dag_view import ensure_static_assets
 
     ensure_static_assets()
     script = tmp_path / "panel.py"

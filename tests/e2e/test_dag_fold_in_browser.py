@@ -16,8 +16,8 @@ from agent_core.dag import COLLAPSED_NODE
 from agent_core.llms import ScriptedLLM
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
-from components.dag_view import MAX_DRAWN_STEPS
-from components.graph_panel import UNFOLD_STEPS
+from stepwise.app.components.dag_view import MAX_DRAWN_STEPS
+from stepwise.app.components.graph_panel import UNFOLD_STEPS
 
 from .conftest import serve_script
 from .test_dag_click_in_browser import SHOTS, browse, click_node, dag_frame
@@ -29,7 +29,7 @@ import streamlit as st
 
 from agent_core.spec import AgentSpec
 from agent_core.store import SQLiteStore
-from components.graph_panel import render_graph_panel
+from stepwise.app.components.graph_panel import render_graph_panel
 
 st.set_page_config(layout="wide")
 spec = AgentSpec.model_validate_json({spec!r})

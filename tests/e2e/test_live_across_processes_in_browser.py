@@ -81,7 +81,7 @@ def served(tmp_path: Path, db: str, model: OpenAIServer) -> Iterator[str]:
 @pytest.fixture
 def app_on(tmp_path: Path, db: str, model: OpenAIServer) -> Iterator[str]:
     """The app on the shared file, with the server's model settings (one user, one machine)."""
-    from components.dag_view import ensure_static_assets
+    from stepwise.app.components.dag_view import ensure_static_assets
 
     ensure_static_assets()
     port = _free_port()

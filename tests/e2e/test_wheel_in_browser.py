@@ -50,7 +50,7 @@ def build_agent():
 # Where everything the venv's Python sees comes from, as JSON.
 _WHERE = """
 import importlib.util, json, sys
-import agent_core, components, stepwise
+import agent_core, stepwise, stepwise.app.components as components
 from stepwise.app import entry_script
 print(json.dumps({
     "modules": [m.__file__ for m in (agent_core, components, stepwise)],

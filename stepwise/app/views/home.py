@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import navigation
-from components.intro import render_intro
+from stepwise.app.components import navigation
+from stepwise.app.components.intro import render_intro
 
 _LINKS = [
     (

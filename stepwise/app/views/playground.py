@@ -12,10 +12,10 @@ from agent_core.errors import AgentCoreError
 from agent_core.execute import DEFAULT_INSTRUCTIONS, execute_sync
 from agent_core.llms.catalog import PROVIDERS
 from agent_core.spec import AgentSpec
-from components import playground as pg
-from components import runtime, state
-from components.actions import show_message
-from components.messages import plain
+from stepwise.app.components import playground as pg
+from stepwise.app.components import runtime, state
+from stepwise.app.components.actions import show_message
+from stepwise.app.components.messages import plain
 
 _TOOLS = "playground-tools"
 _MODEL = "playground-model"

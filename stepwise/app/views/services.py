@@ -14,10 +14,10 @@ from __future__ import annotations
 import httpx
 import streamlit as st
 
-from components.actions import show_notice
-from components.messages import plain
-from components.services_connection import Connection, explain_error, render_connection
-from components.services_panels import (
+from stepwise.app.components.actions import show_notice
+from stepwise.app.components.messages import plain
+from stepwise.app.components.services_connection import Connection, explain_error, render_connection
+from stepwise.app.components.services_panels import (
     NOTICE_AT,
     Snapshot,
     load_snapshot,
@@ -28,7 +28,7 @@ from components.services_panels import (
     render_task_list,
     selected_task,
 )
-from components.services_task_view import render_task_view
+from stepwise.app.components.services_task_view import render_task_view
 from stepwise.services import ServicesError
 
 LIVE_EVERY_S = 2.0

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import state
-from components.actions import show_notice
-from components.database import when_database_answers
-from components.settings_form import (
+from stepwise.app.components import state
+from stepwise.app.components.actions import show_notice
+from stepwise.app.components.database import when_database_answers
+from stepwise.app.components.settings_form import (
     load_secret_keys,
     render_key_section,
     render_model_section,

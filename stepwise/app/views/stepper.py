@@ -5,7 +5,7 @@ again); everything else is read from the store on each rerun. Text that came fro
 or a model is shown with `st.code`, never through markdown.
 
 A control that cannot work now is drawn disabled, with the reason on hover. Every action
-acts on the task as the page showed it (`components.task_version`): a task changed in
+acts on the task as the page showed it (`stepwise.app.components.task_version`): a task changed in
 another tab refuses it and the page shows its current state.
 """
 
@@ -26,45 +26,53 @@ from agent_core.errors import AgentCoreError, UserCodeError
 from agent_core.host import check_rebuildable
 from agent_core.llms.scripted import HumanLLM
 from agent_core.types import StepAction, StepKind, StepStatus, TaskState, TaskStatus, TaskStepOutput
-from components import ready_steps_job, run_until_job, runtime, state, task_version
-from components.actions import show_message, show_notice
-from components.breakpoint_picker import chosen_breakpoints, render_breakpoints
-from components.conversation_editor import (
+from stepwise.app.components import ready_steps_job, run_until_job, runtime, state, task_version
+from stepwise.app.components.actions import show_message, show_notice
+from stepwise.app.components.breakpoint_picker import chosen_breakpoints, render_breakpoints
+from stepwise.app.components.conversation_editor import (
     conversation_around,
     edit_reason,
     is_conversation_edit,
     render_conversation_editor,
 )
-from components.database import DATABASE_DOWN, render_database_down, when_database_answers
-from components.graph_panel import render_graph_panel
-from components.live_step import render_live_step, wait_for_runs_elsewhere, watch_live_steps
-from components.memory_view import render_memory
-from components.messages import plain, plural, token_count, tokens_text
-from components.model_choice import max_tokens_text
-from components.rerun_offer import render_rerun_offer
-from components.run_limits import limits_of, limits_text, render_limits_button
-from components.step_card import render_step_card
-from components.step_editor import (
+from stepwise.app.components.database import (
+    DATABASE_DOWN,
+    render_database_down,
+    when_database_answers,
+)
+from stepwise.app.components.graph_panel import render_graph_panel
+from stepwise.app.components.live_step import (
+    render_live_step,
+    wait_for_runs_elsewhere,
+    watch_live_steps,
+)
+from stepwise.app.components.memory_view import render_memory
+from stepwise.app.components.messages import plain, plural, token_count, tokens_text
+from stepwise.app.components.model_choice import max_tokens_text
+from stepwise.app.components.rerun_offer import render_rerun_offer
+from stepwise.app.components.run_limits import limits_of, limits_text, render_limits_button
+from stepwise.app.components.step_card import render_step_card
+from stepwise.app.components.step_editor import (
     preview_messages,
     render_kept_text,
     render_upcoming_step,
     save_typed_edits,
     typed_input,
 )
-from components.step_travel import Travel, render_step_travel
-from components.task_form import agent_label, render_create_form
-from components.task_list import usage_cost_text
-from components.task_origin import framework_of_task, model_text
-from components.task_tests import render_task_tests
-from components.thread_controls import (
+from stepwise.app.components.step_travel import Travel, render_step_travel
+from stepwise.app.components.task_form import agent_label, render_create_form
+from stepwise.app.components.task_list import usage_cost_text
+from stepwise.app.components.task_origin import framework_of_task, model_text
+from stepwise.app.components.task_tests import render_task_tests
+from stepwise.app.components.thread_controls import (
     continuing,
     render_continue_button,
     render_continue_form,
     render_lineage,
 )
-from components.undo_notice import undo_last_step
-from components.user_code_view import agent_fix_advice, render_code_error
-from components.workspace_view import render_workspace
+from stepwise.app.components.undo_notice import undo_last_step
+from stepwise.app.components.user_code_view import agent_fix_advice, render_code_error
+from stepwise.app.components.workspace_view import render_workspace
 
 logger = logging.getLogger("stepwise.app")
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import runtime
-from components.actions import show_notice
-from components.database import when_database_answers
-from components.task_list import (
+from stepwise.app.components import runtime
+from stepwise.app.components.actions import show_notice
+from stepwise.app.components.database import when_database_answers
+from stepwise.app.components.task_list import (
     ALL_STATUSES,
     PAGE_SIZE,
     filter_tasks,

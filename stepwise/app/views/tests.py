@@ -12,12 +12,12 @@ from pathlib import Path
 import streamlit as st
 
 from agent_core.recordings import Case, CaseFileError, load_case
-from components.actions import show_message, show_notice
-from components.case_files import case_files, cases_dir, keep_result, last_result
-from components.case_replay import replay_here
-from components.case_results import render_result, verdict_text
-from components.database import when_database_answers
-from components.messages import plural
+from stepwise.app.components.actions import show_message, show_notice
+from stepwise.app.components.case_files import case_files, cases_dir, keep_result, last_result
+from stepwise.app.components.case_replay import replay_here
+from stepwise.app.components.case_results import render_result, verdict_text
+from stepwise.app.components.database import when_database_answers
+from stepwise.app.components.messages import plural
 
 _EMPTY = (
     "No test cases here yet. Open a task on the Stepper and press Save as test, or run "

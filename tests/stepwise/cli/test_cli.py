@@ -106,7 +106,7 @@ def test_the_shipped_settings_are_the_checkouts_make_run_settings():
 
 
 def test_the_environment_carries_the_database_and_the_entries_to_the_registry(tmp_path):
-    from components.runtime import DB_ENV
+    from stepwise.app.components.runtime import DB_ENV
 
     inherited = {"PATH": "/bin", AGENTS_ENV: '{"stale": "old.py:f"}', TOOLS_ENV: "{}"}
     env = ui.ui_environment(
@@ -160,7 +160,7 @@ def test_reload_is_on_for_file_targets_and_the_flags_override_it(monkeypatch, tm
     assert reload("--tools", "t=my_tools.py") is True
     assert reload("--agent", "a=a.py:f", "--no-reload") is False
     assert reload("--reload") is True
-    from components.code_watch import RELOAD_ENV
+    from stepwise.app.components.code_watch import RELOAD_ENV
 
     assert ui.RELOAD_ENV == RELOAD_ENV  # What the command sets is what the app reads.
     env = ui.ui_environment(db=None, agents={}, tools={}, environ={ui.RELOAD_ENV: "1"})

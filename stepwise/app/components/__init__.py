@@ -1,0 +1,1 @@
+"""Reusable Streamlit UI pieces (added with the app)."""
