@@ -24,7 +24,7 @@ from agent_core.types import StepStatus
 from .conftest import CHROMIUM_ARGS, serve_script
 
 SHOTS = Path("/tmp/issue10/shots")
-COMPONENT_PATH = "/component/components.dag_view.stepwise_dag/"
+COMPONENT_PATH = "/component/stepwise.app.components.dag_view.stepwise_dag/"
 
 _SCRIPT = """
 import streamlit as st

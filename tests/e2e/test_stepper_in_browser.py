@@ -91,7 +91,7 @@ def test_seed_task_step_by_step_with_the_dag_after_each_action(page):
 
     outside = [u for u in page.requests if urlparse(u).hostname not in (None, "localhost")]
     assert [u for u in outside if not u.startswith(("data:", "blob:", "about:"))] == []
-    vis = "/component/components.dag_view.stepwise_dag/vis-network.min.js"
+    vis = "/component/stepwise.app.components.dag_view.stepwise_dag/vis-network.min.js"
     assert any(u.endswith(vis) for u in page.requests)
 
 
