@@ -87,3 +87,28 @@ def test_every_label_is_escaped_for_dot():
     assert '"a\\nb" -> ' not in dot.splitlines()[2]  # The quoted newline stays one line.
     assert '"say \\"hi\\"\\\\" -> "a\\nb" [style=dashed label="\\""];' in dot
     assert len(dot.splitlines()) == 8  # header, node style, 4 nodes, 1 edge, "}"
+
+
+def test_the_stepper_of_a_langgraph_task_draws_its_graph_and_offers_its_nodes(
+    task, monkeypatch: pytest.MonkeyPatch
+):
+    from pathlib import Path
+
+    import streamlit as st
+
+    db, task_id = task
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    monkeypatch.setenv("STEPWISE_DB", db)
+    monkeypatch.chdir(Path(db).parent)
+    app = AppTest.from_file(
+        str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=TIMEOUT
+    )
+    app.session_state["stepwise.task_id"] = task_id
+    app.run()
+    assert not app.exception
+    assert "Graph" in [s.value for s in app.subheader]
+    (picker,) = [m for m in app.multiselect if m.label == "Before the graph node"]
+    assert picker.options == ["agent", "tools"]
+    st.cache_resource.clear()
+    st.cache_data.clear()

@@ -8,10 +8,11 @@ them before the popover draws its widgets, and "Clear breakpoints" resets them i
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import streamlit as st
 
-from agent_core import AtStep, CostOver, OnTool
+from agent_core import AtStep, CostOver, OnNode, OnTool
 from agent_core.runtime.breakpoints import Breakpoint
 
 __all__ = ["chosen_breakpoints", "describe_breakpoints", "render_breakpoints"]
@@ -20,17 +21,19 @@ ANY_TOOL = "bp-tools"
 TOOL = "bp-tool"
 AT_STEP = "bp-step"
 COST = "bp-cost"
-_DEFAULTS: dict[str, bool | str | int | float] = {
+NODES = "bp-nodes"
+_DEFAULTS: dict[str, bool | str | int | float | list[str]] = {
     ANY_TOOL: False,
     TOOL: "",
     AT_STEP: 0,
     COST: 0.0,
+    NODES: [],
 }
 _SHOWN_NAME = re.compile(r"[\w.-]{1,40}")
 """A tool name short and plain enough to put on the button (its label is markdown)."""
 
 
-def _value(key: str) -> bool | str | int | float:
+def _value(key: str) -> bool | str | int | float | list[str]:
     return st.session_state.get(key, _DEFAULTS[key])
 
 
@@ -46,7 +49,13 @@ def chosen_breakpoints() -> list[Breakpoint]:
         chosen.append(AtStep(at))
     if cost := float(_value(COST) or 0):
         chosen.append(CostOver(cost))
+    chosen.extend(OnNode(str(node)) for node in _nodes())
     return chosen
+
+
+def _nodes() -> list[str]:
+    nodes = _value(NODES)
+    return [str(n) for n in nodes] if isinstance(nodes, list) else []
 
 
 def describe_breakpoints() -> list[str]:
@@ -61,6 +70,8 @@ def describe_breakpoints() -> list[str]:
         words.append(f"at step {at}")
     if cost := float(_value(COST) or 0):
         words.append(f"cost over ${cost:.2f}")
+    for node in _nodes():
+        words.append(f"before node {node}" if _SHOWN_NAME.fullmatch(node) else "before a node")
     return words
 
 
@@ -69,11 +80,13 @@ def _clear() -> None:
         st.session_state[key] = default
 
 
-def render_breakpoints(*, steps_done: int, disabled: bool = False) -> list[Breakpoint]:
+def render_breakpoints(
+    *, steps_done: int, disabled: bool = False, nodes: Sequence[str] = ()
+) -> list[Breakpoint]:
     """Draw the popover; its button names the breakpoints set. Returns them for Run until.
 
     `steps_done` is the task's number of completed steps: a stop at a step already behind it
-    is said to be passed.
+    is said to be passed. `nodes` are a LangGraph task's graph nodes, to stop before.
     """
     words = describe_breakpoints()
     label = "Breakpoints: " + ", ".join(words) if words else "Breakpoints"
@@ -97,5 +110,7 @@ def render_breakpoints(*, steps_done: int, disabled: bool = False) -> list[Break
         if 0 < at <= steps_done:
             st.caption(f"Step {at} has already run: Run until will not stop there.")
         st.number_input("When the cost is over $", min_value=0.0, step=0.01, key=COST)
+        if nodes:  # A LangGraph task: Studio's breakpoint on a node of its graph.
+            st.multiselect("Before the graph node", list(nodes), key=NODES)
         st.button("Clear breakpoints", key="bp-clear", on_click=_clear, disabled=not words)
     return chosen_breakpoints()

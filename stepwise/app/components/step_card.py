@@ -27,6 +27,7 @@ from agent_core.types import (
 )
 from agent_core.workers.multimodal_react import step_images
 from stepwise.app.components.conversation_editor import is_conversation_edit, render_edit_change
+from stepwise.app.components.langgraph_view import render_state_after
 from stepwise.app.components.memory_view import render_memory
 from stepwise.app.components.messages import cost_text, note_text, plain, plural, tokens_text
 from stepwise.app.components.task_images import render_thumbnails
@@ -342,6 +343,7 @@ def _render_body(
     render_thumbnails(step_images(step))
     if step.kind is not StepKind.HUMAN and not _was_skipped(output):
         _render_run(output, card_key, load_messages_sent, rejection)
+    render_state_after(step)  # A LangGraph step's checkpoint, as Studio shows it.
 
 
 def _render_run(

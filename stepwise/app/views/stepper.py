@@ -41,6 +41,7 @@ from stepwise.app.components.database import (
     when_database_answers,
 )
 from stepwise.app.components.graph_panel import render_graph_panel
+from stepwise.app.components.langgraph_view import node_names, render_graph_view, topology_of
 from stepwise.app.components.live_step import (
     render_live_step,
     wait_for_runs_elsewhere,
@@ -366,7 +367,11 @@ def _controls(view: _View) -> None:
         _leave_task()
         st.rerun()
     with columns[6]:
-        render_breakpoints(steps_done=len(task_state.completed), disabled=not view.active)
+        render_breakpoints(
+            steps_done=len(task_state.completed),
+            disabled=not view.active,
+            nodes=node_names(topology_of(task_state)),
+        )
 
 
 _FEEDBACK = "feedback-text"
@@ -652,6 +657,7 @@ def _task_view(task_id: str) -> None:
         _history(_travel(view))
     with right:
         render_graph_panel(runner, task_state, active=view.active)
+        render_graph_view(task_state)  # A LangGraph task's own graph, beside the step DAG.
         if problem is None:
             _memory(view)
         render_workspace(task_state)
