@@ -1,10 +1,11 @@
 """The app shows, live, a step that `stepwise serve` runs on the same database, and stops it.
 
-Three processes on one SQLite file, as a user has them: `stepwise serve` running a step whose
+Three processes on one database, as a user has them: `stepwise serve` running a step whose
 model (the loopback OpenAI server) streams its reply slowly, the app (`streamlit run`) on the
-same file, and headless Chromium on the app. The app's host reads the step's token deltas
-from the relay table (`agent_core.host.live_relay`) and its Stop asks the server's process to
-stop the step (`agent_core.host.stops`).
+same database, and headless Chromium on the app. On a SQLite file the app's host reads the
+step's token deltas from the relay table (`agent_core.host.live_relay`) and its Stop asks the
+server's process through a stop request (`agent_core.host.stops`); on PostgreSQL both go by
+LISTEN/NOTIFY (`agent_core.host.notify`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from playwright.sync_api import Page, expect
 from agent_core.host import Host
 from agent_core.runtime.step_runs import STOPPED_BY_YOU
 from agent_core.types import StepStatus
+from tests._postgres_server import postgres_schema, postgres_server, postgres_url  # noqa: F401
 from tests._serve_process import wait_healthy
 from tests.llm_servers import OpenAIServer, Reply
 
@@ -36,9 +38,14 @@ def slow_story(body: dict[str, Any]) -> Reply:
     return Reply(text=f"Answer: {STORY}", delay_s=0.1)
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "shared.db")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The shared database: a SQLite file (the relay table), or PostgreSQL (NOTIFY)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "shared.db")
+    url = request.getfixturevalue("postgres_url")
+    schema = request.getfixturevalue("postgres_schema")  # A schema of its own, dropped after.
+    return f"{url}{'&' if '?' in url else '?'}schema={schema}"
 
 
 @pytest.fixture
