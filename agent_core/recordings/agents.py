@@ -24,6 +24,7 @@ from pydantic import PrivateAttr
 
 from agent_core.adapters import FRAMEWORKS
 from agent_core.llms.base import LLM
+from agent_core.llms.catalog import split_model
 from agent_core.recordings.cases import Case, ToolsMode
 from agent_core.recordings.client_replay import ClientReplayWorker
 from agent_core.recordings.errors import ReplayUnsupportedError
@@ -74,9 +75,18 @@ class _SpecWithModel(AgentSpec):
 
 
 def spec_of(
-    case: Case, *, agent: tuple[str, str] | None, registry: UserCodeRegistry, workspace: str
+    case: Case,
+    *,
+    agent: tuple[str, str] | None,
+    registry: UserCodeRegistry,
+    workspace: str,
+    model: str | None = None,
 ) -> AgentSpec:
     """The spec the case runs with now: its own, or the override `agent` (name, target).
+
+    `model` ("provider:model") replaces the spec's provider and model; the case's base URL
+    is dropped with them, as it named the recorded model's server, so the provider's
+    environment (`OPENAI_BASE_URL`) or its own API applies.
 
     Raises:
         ReplayUnsupportedError: The case records no agent and none is given.
@@ -92,6 +102,9 @@ def spec_of(
             params={"reason": "no agent recorded"},
         )
     data["workspace"] = workspace
+    if model is not None:
+        provider_name, model_name = split_model(model)
+        data.update(provider=provider_name, model=model_name or "", base_url=None)
     return _SpecWithModel.model_validate(data, context={REGISTRY_CONTEXT: registry})
 
 
@@ -105,25 +118,43 @@ def build_replay_runner(
     registry: UserCodeRegistry | None = None,
     store: Store | None = None,
     project: str | Path = ".",
+    model: str | None = None,
 ) -> ParallelAgentRunner:
-    """A runner of the case's agent; `llm` None runs the agent's own model (live).
+    """A runner of the case's agent; `llm` None runs a real model (live).
+
+    Args:
+        case: The case whose agent runs.
+        llm: The recording's stand-in model, or None for a live run.
+        log: The replay's log (None when live).
+        tools: How tools are answered.
+        agent: An override `(name, target)` of the case's agent.
+        registry: The user-code registry (default: one on `project`).
+        store: Where the task is kept (default: in memory).
+        project: The user's project folder.
+        model: With `llm` None: run this model ("provider:model") instead of the agent's own.
 
     Raises:
         ReplayUnsupportedError: No agent is recorded or given, or the agent calls its own
-            model client (a framework's agent) in a replay from the recording.
+            model client (a framework's agent) in a replay from the recording or on `model`.
         UserCodeError: The agent or its tools failed to import.
+        UserError: `model` names an unknown provider, or its model cannot be set up (no key).
     """
     if registry is None:
         agents = {agent[0]: agent[1]} if agent else {}
         registry = UserCodeRegistry(project=project, agents=agents)
     workspace = tempfile.mkdtemp(prefix=_WORKSPACE_PREFIX)
     try:
-        spec = spec_of(case, agent=agent, registry=registry, workspace=workspace)
+        spec = spec_of(case, agent=agent, registry=registry, workspace=workspace, model=model)
+        if llm is None and model is not None:
+            llm = spec.build_llm()  # Built once: the worker must get this one, not its own.
+            log = None
         if llm is not None and isinstance(spec, _SpecWithModel):
             spec._llm = llm
         worker = spec.build_worker(registry=registry)
         if llm is not None and log is not None:
             worker = _with_stand_ins(worker, llm, log, tools=tools, case=case)
+        elif llm is not None:
+            worker = _on_model(worker, llm, case=case, model=model or "")
     except BaseException:
         shutil.rmtree(workspace, ignore_errors=True)
         raise
@@ -169,6 +200,29 @@ def _with_stand_ins(
         worker.tools = {  # type: ignore[attr-defined]
             name: _stand_in(tool, log, tools) for name, tool in own_tools.items()
         }
+    return worker
+
+
+def _on_model(worker: BaseAgentWorker, llm: LLM, *, case: Case, model: str) -> BaseAgentWorker:
+    """`worker` on `llm` (a live run on another model), tools untouched.
+
+    Raises:
+        ReplayUnsupportedError: `worker` is a framework's agent: it builds its own model
+            client, which Stepwise cannot swap.
+    """
+    framework = _framework(worker)
+    if framework is not None:
+        raise ReplayUnsupportedError(
+            f"case {case.name!r}: its agent is a {framework} agent, which builds its own model "
+            f"client; --model {model} cannot change it. Run it live on its own model (drop "
+            "--model), or set the model in the agent's code",
+            params={"reason": f"{framework} builds its own model", "framework": framework},
+        )
+    if getattr(worker, "llm", None) is llm:
+        return worker
+    worker = copy.copy(worker)  # The registry may share the instance: change a copy.
+    if isinstance(getattr(worker, "llm", None), LLM):  # A worker that brought its own model.
+        worker.llm = llm  # type: ignore[attr-defined]
     return worker
 
 

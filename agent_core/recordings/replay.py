@@ -102,6 +102,7 @@ def replay_case(
     tools: ToolsMode | None = None,
     ignore_system_prompt: bool | None = None,
     live: bool = False,
+    model: str | None = None,
     update: bool = False,
     registry: UserCodeRegistry | None = None,
     store: Store | None = None,
@@ -116,6 +117,8 @@ def replay_case(
         tools: How tools are answered (default: the case's, `auto`).
         ignore_system_prompt: Compare requests without their system messages.
         live: Run the agent's own model instead of the recording.
+        model: With `live`: run this model ("provider:model", as `infer_model` reads it)
+            instead of the agent's own.
         update: Re-record: answer from the recording past request differences, and give the
             new recording in `CaseResult.updated` when the replay finishes.
         registry: The user-code registry (default: one on `project` with the override).
@@ -144,6 +147,7 @@ def replay_case(
             registry=registry,
             store=store,
             project=project,
+            model=model if live else None,
         )
         result.runner = runner
         task_id = runner.create_task(case.input).task_id

@@ -59,8 +59,13 @@ def _cut(text: str) -> str:
     return line if len(line) <= _DETAIL_WIDTH else line[: _DETAIL_WIDTH - 1] + "…"
 
 
-def print_report(runs: list[Run], out: TextIO, *, live: bool = False) -> None:
-    """The table, then each failure's whole report (with its diff), then a count."""
+def print_report(
+    runs: list[Run], out: TextIO, *, live: bool = False, model: str | None = None
+) -> None:
+    """The table, then each failure's whole report (with its diff), then a count.
+
+    `model`: the model a live run used instead of the agents' own, named above the rates.
+    """
     if not runs:
         print("no cases found", file=out)
         return
@@ -77,7 +82,7 @@ def print_report(runs: list[Run], out: TextIO, *, live: bool = False) -> None:
         print("  ".join([*cells, row[3]]).rstrip(), file=out)
     _print_failures(runs, out)
     if live:
-        _print_rates(runs, out)
+        _print_rates(runs, out, model)
     passed = sum(run.status == "PASS" for run in runs)
     print(f"\n{passed} passed, {len(runs) - passed} failed or in error", file=out)
 
@@ -94,8 +99,8 @@ def _print_failures(runs: list[Run], out: TextIO) -> None:
                 print(run.note, file=out)
 
 
-def _print_rates(runs: list[Run], out: TextIO) -> None:
-    print("\nPass rates:", file=out)
+def _print_rates(runs: list[Run], out: TextIO, model: str | None = None) -> None:
+    print(f"\nPass rates on {model}:" if model else "\nPass rates:", file=out)
     for run in runs:
         if not run.results:
             continue

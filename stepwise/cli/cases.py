@@ -6,9 +6,9 @@ divergence or the failed expectation) and, below it, each failure's diff. The ex
 0 when every case passed, 1 when any failed, 2 when any could not be read or run as given (a
 malformed file, an unknown format, an agent that cannot be replayed); the other cases run.
 
-`--live` runs the agent's own model instead, `--repeat N` times per case, and reports each
-case's and each expectation's pass rate; a case passes when its rate reaches
-`--min-pass-rate` (default 1.0).
+`--live` runs the agent's own model instead (or, with `--model provider:model`, that one),
+`--repeat N` times per case, and reports each case's and each expectation's pass rate; a case
+passes when its rate reaches `--min-pass-rate` (default 1.0).
 
 One user-code registry serves the whole run: the code does not change while it runs, and each
 case would otherwise read the project's files and import the agent again.
@@ -25,6 +25,7 @@ from typing import TextIO
 
 from agent_core.errors import AgentCoreError, UserError
 from agent_core.host import open_store
+from agent_core.llms.catalog import split_model
 from agent_core.recordings import (
     DEFAULT_CASES_DIR,
     Case,
@@ -53,6 +54,7 @@ Examples:
   stepwise test --agent calc=agent.py:build_agent   replay on another target
   stepwise test --update                        re-record the cases that diverged
   stepwise test --live --repeat 5 --min-pass-rate 0.8
+  stepwise test --live --model openai:gpt-4o --repeat 5   the cases on another model
 
 Exit status: 0 all passed, 1 a case failed, 2 a case could not be read or run as given.
 """
@@ -104,6 +106,13 @@ def add_test_parser(commands: argparse._SubParsersAction) -> None:  # type: igno
         "--live", action="store_true", help="run the agent's own model instead of the recording"
     )
     test.add_argument(
+        "--model",
+        type=_model,
+        metavar="PROVIDER:MODEL",
+        help="with --live: run the cases' agents on this model instead of their own "
+        "(e.g. openai:gpt-4o; its server: the provider's, or $OPENAI_BASE_URL)",
+    )
+    test.add_argument(
         "--repeat",
         type=_positive,
         default=1,
@@ -138,6 +147,14 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _model(text: str) -> str:
+    try:
+        split_model(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return text.strip()
+
+
 def _rate(text: str) -> float:
     try:
         rate = float(text)
@@ -153,6 +170,13 @@ def run_test(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
     stream: TextIO = sys.stdout if out is None else out
     if args.paths[:1] == ["save"]:
         return _save(args, stream)
+    if args.model is not None and not args.live:
+        # Without --live the recording answers: a model named would silently not be asked.
+        print(
+            "stepwise test: --model needs --live (a replay answers from the recording)",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
     try:
         agent = parse_entry(args.agent, kind="agent", base=Path.cwd()) if args.agent else None
     except UserError as exc:
@@ -168,7 +192,7 @@ def run_test(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
                 _replay(run, args, agent, registry)
     finally:
         registry.close()  # The MCP servers the cases' agents started.
-    print_report(runs, stream, live=args.live)
+    print_report(runs, stream, live=args.live, model=args.model)
     if args.junit_xml is not None:
         write_junit(runs, args.junit_xml)
     return _exit_status(runs, bad_paths=bool(missing), min_rate=args.min_pass_rate)
@@ -224,6 +248,7 @@ def _replay(
             tools=args.tools,
             ignore_system_prompt=args.ignore_system_prompt or None,
             live=args.live,
+            model=args.model,
             registry=registry,
             project=Path.cwd(),
         )
