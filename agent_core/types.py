@@ -195,6 +195,9 @@ class Task(BaseModel):
     """The finalized task whose conversation this one continues (`create_task(continue_from=)`)."""
     forked_from: ForkPoint | None = None
     """Set on a task made by `AgentRunner.fork_task`."""
+    replay_of: str | None = None
+    """The case (by name) this task replays, when `replay_case` made it: the faces label it,
+    so a replay kept in a person's store is not taken for their own run."""
     limits: RunLimits = Field(default_factory=RunLimits)
     """Bounds a person set on this task (`AgentRunner.set_limits`)."""
 

@@ -107,6 +107,7 @@ def replay_case(
     registry: UserCodeRegistry | None = None,
     store: Store | None = None,
     project: str | Path = ".",
+    label: bool = True,
 ) -> CaseResult:
     """Run `case` on the current code of its agent and judge it.
 
@@ -124,6 +125,7 @@ def replay_case(
         registry: The user-code registry (default: one on `project` with the override).
         store: Where the replayed task is kept (default: in memory).
         project: The user's project folder (targets and checks are found from it).
+        label: Record on the replayed task that it replays this case (`Task.replay_of`).
 
     Returns:
         The result; errors of the user's code or the case are in `error`, not raised.
@@ -150,7 +152,8 @@ def replay_case(
             model=model if live else None,
         )
         result.runner = runner
-        task_id = runner.create_task(case.input).task_id
+        replay_of = case.name if label else None
+        task_id = runner.create_task(case.input, replay_of=replay_of).task_id
         result.task_id = task_id
         if live:
             finished = run_sync(_arun_live(runner, task_id, case), name="replay_case")

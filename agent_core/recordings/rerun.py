@@ -70,8 +70,14 @@ def rerun_from(
     prefix = case.model_copy(
         update={"steps": case.steps[: step - 1], "expectations": Expectations()}
     )
-    result = replay_case(
-        prefix, tools="recorded", update=True, registry=registry, store=store, project=project
+    result = replay_case(  # Unlabelled: the new task is the person's to go on with, live.
+        prefix,
+        tools="recorded",
+        update=True,
+        registry=registry,
+        store=store,
+        project=project,
+        label=False,
     )
     problem = result.error or result.divergence
     if problem is not None:

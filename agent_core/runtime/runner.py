@@ -55,7 +55,7 @@ from agent_core.runtime.conversation_edit import (
     conversation_of,
     describe_edit,
 )
-from agent_core.runtime.fork import ForkAgent, agent_named, fork_state, new_task_change
+from agent_core.runtime.fork import ForkAgent, agent_named, fork_with_prompts, new_task_change
 from agent_core.runtime.llamaindex_api import (
     LlamaIndexRunnerAPI,
     build_from_llm,
@@ -90,6 +90,7 @@ from agent_core.runtime.task_cache import TaskCache
 from agent_core.runtime.transaction import claim, run_claimed
 from agent_core.runtime.undo import memory_write
 from agent_core.runtime.worker_state import dump_state
+from agent_core.store._records import paused_gc
 from agent_core.store.base import MemoryWrite, Store, TaskChange, TaskSummary, store_now
 from agent_core.store.memory import InMemoryStore
 from agent_core.task_files import delete_workspace
@@ -324,10 +325,11 @@ class AgentRunner(LlamaIndexRunnerAPI):
         conversation and joins its thread (`Task.thread_id`), the way a LangGraph thread
         goes on.
 
-        Keyword arguments `extra_state` (initial worker state) and `spec` (the agent's
-        description) are stored on the task; `ledger_key` records the outside request the
-        task answers in the store's task ledger, in the same transaction as the task (see
-        `agent_core.store.ledger`); the rest go to the worker's `initialize_step`.
+        Keyword arguments `extra_state` (initial worker state), `spec` (the agent's
+        description) and `replay_of` (the case a replay runs) are stored on the task;
+        `ledger_key` records the outside request the task answers in the store's task
+        ledger, in the same transaction as the task (see `agent_core.store.ledger`); the rest
+        go to the worker's `initialize_step`.
         """
         if not isinstance(input, str):
             raise UserError(f"a task input must be a str, got {type(input).__name__}")
@@ -344,6 +346,7 @@ class AgentRunner(LlamaIndexRunnerAPI):
             spec=kwargs.pop("spec", self.spec),
             thread_id=thread_id or "",
             continued_from=continue_from,
+            replay_of=kwargs.pop("replay_of", None),
         )
         ledger_key: str | None = kwargs.pop("ledger_key", None)
         step = self.agent_worker.initialize_step(task, **kwargs)
@@ -446,9 +449,11 @@ class AgentRunner(LlamaIndexRunnerAPI):
         chosen = None if agent is None else self._fork_agent(agent, registry)
         # `fork_state` only reads the original: under its lock no step commits meanwhile, and
         # no copy of the whole task is made first (the fork copies what it keeps).
-        with self._lock(task_id):
-            fork = fork_state(original, step_id, agent=chosen)
-        self._commit(fork, new_task_change(fork))
+        # Paused GC: the fork makes thousands of objects and no cycles, and each collection
+        # would walk every object of the (long) task this process holds.
+        with self._lock(task_id), paused_gc():
+            fork, prompts = fork_with_prompts(original, step_id, agent=chosen)
+            self._commit(fork, new_task_change(fork, prompts, same_store=True))
         self.state.task_dict[fork.task_id] = fork
         telemetry_hooks.task_event(fork, "task_forked", text=task_id)
         return fork.task

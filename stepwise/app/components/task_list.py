@@ -29,7 +29,7 @@ from stepwise.app.components import navigation, runtime, state
 from stepwise.app.components.actions import attempt
 from stepwise.app.components.messages import cost_text, plain, plural, tokens_text
 from stepwise.app.components.task_form import agent_label, model_label
-from stepwise.app.components.task_origin import framework_of_task, import_text
+from stepwise.app.components.task_origin import framework_of_task, import_text, replay_text
 
 __all__ = [
     "ALL_STATUSES",
@@ -156,21 +156,22 @@ def agent_line(task_id: str) -> str:
     """The task's agent and model, as the create form names them (plain text, not markdown)."""
     try:
         spec = runtime.spec_of(task_id)
-        imported_from, framework = _origin_of(task_id)
+        imported_from, framework, replay_of = _origin_of(task_id)
         if imported_from is not None:  # No agent of this machine ran it.
             return f"Imported: {import_text(imported_from)}"
         model = f"the {framework} agent's own" if framework else model_label(spec)
-        return f"Agent: {agent_label(spec)} · Model: {model}"
+        line = f"Agent: {agent_label(spec)} · Model: {model}"
+        return f"{replay_text(replay_of)} · {line}" if replay_of else line
     except Exception:  # A stored spec this app cannot read (an old or hand-edited trace).
         logger.debug("no readable agent spec for task %s", task_id, exc_info=True)
         return "Agent and model unknown"
 
 
 @st.cache_data(max_entries=1024, show_spinner=False)
-def _origin_of(task_id: str) -> tuple[ImportSource | None, str | None]:
-    # Neither changes once the task exists: read once per process, as its spec is.
+def _origin_of(task_id: str) -> tuple[ImportSource | None, str | None, str | None]:
+    # None changes once the task exists: read once per process, as its spec is.
     task = runtime.reader().get_task(task_id)
-    return task.imported_from, framework_of_task(task)
+    return task.imported_from, framework_of_task(task), task.replay_of
 
 
 def workspace_file_count(task_id: str) -> int:

@@ -12,7 +12,7 @@ from agent_core.spec import AgentSpec
 from agent_core.types import ImportSource, Task
 from stepwise.app.components.model_choice import model_label
 
-__all__ = ["framework_of_task", "import_text", "model_text"]
+__all__ = ["framework_of_task", "import_text", "model_text", "replay_text"]
 
 _FRAMEWORK_STATE = {
     # The `extra_state` key each adapter keeps its run under (its `STATE_KEY`), named as its
@@ -43,6 +43,11 @@ def import_text(source: ImportSource) -> str:
     if source.framework:
         kind += f", {source.framework}"
     return f"recorded in {source.file} ({kind})" if source.file else f"recorded in {kind}"
+
+
+def replay_text(replay_of: str | None) -> str:
+    """The label of a task a replay made (`Task.replay_of`): "Replay of case NAME"; else ""."""
+    return f"Replay of case {replay_of}" if replay_of else ""
 
 
 def model_text(task: Task, spec: AgentSpec, *, own_model: str | None = None) -> str:

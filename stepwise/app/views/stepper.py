@@ -63,7 +63,7 @@ from stepwise.app.components.step_editor import (
 from stepwise.app.components.step_travel import Travel, render_step_travel
 from stepwise.app.components.task_form import agent_label, render_create_form
 from stepwise.app.components.task_list import usage_cost_text
-from stepwise.app.components.task_origin import framework_of_task, model_text
+from stepwise.app.components.task_origin import framework_of_task, model_text, replay_text
 from stepwise.app.components.task_tests import render_task_tests
 from stepwise.app.components.thread_controls import (
     continuing,
@@ -156,6 +156,7 @@ def _header(task_state: TaskState, runner: ParallelAgentRunner) -> None:
     spec = runtime.spec_of(task.task_id)
     status = _status_text(task_state) + (" · imported, read only" if task.imported else "")
     parts = [
+        plain(replay_text(task.replay_of)),  # First: a test ran this task, not the person.
         f"Status: **{status}**",
         f"{plural(len(task_state.completed), 'step')} done",
         f"{len(task_state.queue):,} upcoming",
