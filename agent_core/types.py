@@ -99,6 +99,11 @@ INTERRUPT_KEY = "interrupt"
 something (a LangGraph `interrupt(value)`): the question, as JSON. The person's answer is
 the step's input."""
 
+REQUEST_TOOLS_KEY = "request_tools"
+"""The `step_state` key of the tools a framework's agent offered its model at the step (each a
+`ToolSpec` as JSON: name, description, parameters), where its adapter sees them: a saved case
+records them in the step's request, and its replay compares them."""
+
 
 class StepKind(StrEnum):
     """What a step does; the DAG and the UI draw each kind differently."""

@@ -10,10 +10,12 @@ socket; other requests (a tool fetching a page) go out as usual. The routing is 
 step by a context variable, so another task in the same process still reaches its model.
 
 The request is compared where the recording holds it: the adapter turns what the framework
-sent into Stepwise's messages (`TaskStepOutput.messages_sent`) by the same code at recording
-and at replay, so `ClientReplayWorker` compares those after the step, as `RecordedLLM` does
-for the built-in workers. A pydantic-ai agent whose model is a `FunctionModel` or `TestModel`
-(no client at all) gets a `FunctionModel` answering from the recording instead.
+sent into Stepwise's messages (`TaskStepOutput.messages_sent`), and the tools it offered into
+the step's state where it sees them (`REQUEST_TOOLS_KEY`: pydantic-ai's function tools), by
+the same code at recording and at replay, so `ClientReplayWorker` compares those after the
+step, as `RecordedLLM` does for the built-in workers. A pydantic-ai agent whose model is a
+`FunctionModel` or `TestModel` (no client at all) gets a `FunctionModel` answering from the
+recording instead.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from typing import Any
 import httpx
 
 from agent_core.recordings._wire_replies import api_of, reply_body, reply_events
+from agent_core.recordings.cases import ModelRequest
 from agent_core.recordings.errors import ReplayDivergedError
-from agent_core.recordings.requests import request_diff, request_of, same_request
+from agent_core.recordings.requests import request_diff, request_tools, same_request
 from agent_core.recordings.stand_ins import ReplayLog
 from agent_core.types import Task, TaskStep, TaskStepOutput
 from agent_core.workers.base import BaseAgentWorker
@@ -208,7 +211,9 @@ class ClientReplayWorker(BaseAgentWorker):
         log, recorded = self.log, self.log.current
         if recorded is None or recorded.request is None:
             return
-        sent = request_of(output.messages_sent, None, {})
+        sent = ModelRequest(
+            messages=list(output.messages_sent), tools=request_tools(output.task_step)
+        )
         log.requests.setdefault(recorded.number, sent)
         ignore = log.ignore_system_prompt
         if same_request(recorded.request, sent, ignore_system=ignore):

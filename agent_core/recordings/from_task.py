@@ -24,6 +24,7 @@ from agent_core.recordings.cases import (
     RecordedToolCall,
 )
 from agent_core.recordings.expectations import Expectations, ExpectedCall
+from agent_core.recordings.requests import request_tools
 from agent_core.types import (
     INTERRUPT_KEY,
     StepKind,
@@ -135,7 +136,7 @@ def _case_step(
     output: TaskStepOutput, sent: list[ChatMessage], reply: ChatMessage | None, *, typed: bool
 ) -> CaseStep:
     step = output.task_step
-    request = ModelRequest(messages=sent) if sent else None
+    request = ModelRequest(messages=sent, tools=request_tools(step)) if sent else None
     recorded_reply = None
     if request is not None:
         message = reply or ChatMessage(role="assistant", content=_text(output.output))

@@ -25,6 +25,7 @@ from typing import Any
 from agent_core.llms.base import ChatMessage, ToolSpec
 from agent_core.recordings._secrets import environment_secrets, redact_text
 from agent_core.recordings.cases import ModelRequest
+from agent_core.types import REQUEST_TOOLS_KEY, TaskStep
 
 __all__ = [
     "Normaliser",
@@ -33,6 +34,7 @@ __all__ = [
     "render_request",
     "request_diff",
     "request_of",
+    "request_tools",
     "same_request",
     "text_diff",
 ]
@@ -228,3 +230,15 @@ def request_of(
     return ModelRequest(
         messages=list(messages), tools=list(tools) if tools else None, settings=settings
     )
+
+
+def request_tools(step: TaskStep) -> list[ToolSpec] | None:
+    """The tools a framework's agent offered its model at `step`, as its adapter kept them.
+
+    None when the adapter keeps none (the store holds a request's messages only): the replay
+    then compares no tools, rather than taking "not recorded" for "no tools".
+    """
+    kept = step.step_state.get(REQUEST_TOOLS_KEY)
+    if not isinstance(kept, list):
+        return None
+    return [ToolSpec.model_validate(tool) for tool in kept]

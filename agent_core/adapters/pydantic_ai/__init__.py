@@ -77,7 +77,15 @@ from agent_core.adapters.pydantic_ai._state import Batch, Call, Decision, RunRec
 from agent_core.errors import AgentCoreError, StepError, UserError
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.runtime.loop import run_sync
-from agent_core.types import StepAction, StepKind, StepNote, Task, TaskStep, TaskStepOutput
+from agent_core.types import (
+    REQUEST_TOOLS_KEY,
+    StepAction,
+    StepKind,
+    StepNote,
+    Task,
+    TaskStep,
+    TaskStepOutput,
+)
 from agent_core.workers.base import BaseAgentWorker
 from agent_core.workers.tool_steps import call_step, queues_call, tool_call_of, tool_step_input
 
@@ -240,6 +248,8 @@ class PydanticAIWorker(BaseAgentWorker):
         if settled.is_last:
             record.output = settled.output
         record.save(task)
+        if sent is not None:  # The messages go to `messages_sent`; the tools have no slot there.
+            step.step_state[REQUEST_TOOLS_KEY] = [t.model_dump() for t in sent.tools]
         thought = response.text if response is not None and response.tool_calls else None
         if settled.is_last:
             output = settled.output

@@ -35,7 +35,7 @@ from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameter
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
-from agent_core.llms.base import ChatMessage, ToolCall
+from agent_core.llms.base import ChatMessage, ToolCall, ToolSpec
 from agent_core.types import ToolOutput
 
 __all__ = [
@@ -145,10 +145,12 @@ class PreviewStop(BaseException):
 
 @dataclass
 class SentRequest:
-    """What one model request sent: pydantic-ai's messages and the instructions."""
+    """What one model request sent: pydantic-ai's messages, the instructions and tools."""
 
     messages: list[ModelMessage]
     instructions: str | None
+    tools: list[ToolSpec] = field(default_factory=list)
+    """The function tools offered, with their schemas (a case compares them in replay)."""
 
     @classmethod
     def of(
@@ -157,7 +159,15 @@ class SentRequest:
         """The request a model gets as `messages` with `parameters` (which hold instructions)."""
         parts = parameters.instruction_parts
         instructions = InstructionPart.join(parts) if parts else _history_instructions(messages)
-        return cls(list(messages), instructions)
+        tools = [
+            ToolSpec(
+                name=tool.name,
+                description=tool.description or "",
+                parameters=tool.parameters_json_schema,
+            )
+            for tool in parameters.function_tools
+        ]
+        return cls(list(messages), instructions, tools)
 
     @classmethod
     def of_context(cls, context: ModelRequestContext | None) -> SentRequest | None:
