@@ -11,10 +11,12 @@ storage, such as pydantic-core's serializer) must call `materialize` first.
 from __future__ import annotations
 
 import copy
+import gc
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["LazyDict", "materialized", "shallow_copy"]
+__all__ = ["LazyDict", "materialized", "paused_gc", "shallow_copy"]
 
 _MISSING = object()
 
@@ -84,21 +86,41 @@ class LazyDict(dict):  # type: ignore[type-arg] - keys and values are the caller
         keys = [k for k in self._order if k in self._raw or dict.__contains__(self, k)]
         return keys + [k for k in super().__iter__() if k not in given]
 
-    def renamed(self, names: dict[Any, Any], rename: Callable[[Any, Any], Any]) -> LazyDict:
+    def renamed(
+        self,
+        names: dict[Any, Any],
+        rename: Callable[[Any, Any], Any],
+        rebuild: Callable[[Any, Any, Any], Any] | None = None,
+    ) -> LazyDict:
         """A copy under new keys (`names`; keys it lacks are left out), building nothing.
 
-        A stored value goes over as it is stored, so `load` must take its key from the key it
-        is given; a built one goes over as `rename(new key, value)`.
+        A built value goes over as `rename(new key, value)`. A stored one goes over as it is
+        stored, built later by `rebuild(new key, old key, stored)`, or without `rebuild` by
+        `load`, which must then take its key from the key it is given.
         """
         raw = {}
         for key in self._keys():
             if key not in names:
                 continue
-            if key in self._raw:
+            if key not in self._raw:
+                raw[names[key]] = _Built(rename(names[key], super().__getitem__(key)))
+            elif rebuild is None:
                 raw[names[key]] = self._raw[key]
             else:
-                raw[names[key]] = _Built(rename(names[key], super().__getitem__(key)))
-        return LazyDict(raw, _unless_built(self._load))
+                raw[names[key]] = _Moved(key, self._raw[key])
+        return LazyDict(raw, _unless_built(self._load, rebuild))
+
+    def load_stored(self, key: Any, stored: Any) -> Any:
+        """The value `stored` builds under `key`, kept nowhere (a copy's `rebuild` calls it)."""
+        return self._load(key, stored)
+
+    def stored(self) -> dict[Any, Any]:
+        """The values still in their stored form, as stored: a store writes them back as read."""
+        return {
+            key: raw.stored if isinstance(raw, _Moved) else raw
+            for key, raw in self._raw.items()
+            if not isinstance(raw, _Built)
+        }
 
     def __reversed__(self) -> Iterator[Any]:
         return reversed(self._keys()) if self._order else super().__reversed__()
@@ -189,9 +211,25 @@ class _Built:
         self.value = value
 
 
-def _unless_built(load: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+class _Moved:
+    """A stored value under a new key (`LazyDict.renamed` with `rebuild`)."""
+
+    __slots__ = ("key", "stored")
+
+    def __init__(self, key: Any, stored: Any) -> None:
+        self.key, self.stored = key, stored
+
+
+def _unless_built(
+    load: Callable[[Any, Any], Any], rebuild: Callable[[Any, Any, Any], Any] | None = None
+) -> Callable[[Any, Any], Any]:
     def build(key: Any, raw: Any) -> Any:
-        return raw.value if isinstance(raw, _Built) else load(key, raw)
+        if isinstance(raw, _Built):
+            return raw.value
+        if isinstance(raw, _Moved):
+            assert rebuild is not None  # Only `renamed` with `rebuild` makes them.
+            return rebuild(key, raw.key, raw.stored)
+        return load(key, raw)
 
     return build
 
@@ -208,3 +246,20 @@ def materialized(value: Any) -> Any:
     if isinstance(value, LazyDict):
         value.materialize()
     return value
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a task's rows become objects.
+
+    Loading a long task makes tens of thousands of objects and no garbage cycles, yet each
+    allocation burst starts collections that walk every object the process holds: in a process
+    holding another long task they cost as much as the load itself.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:  # Another thread that paused it too re-enables it when it is done.
+            gc.enable()

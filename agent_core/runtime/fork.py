@@ -26,7 +26,7 @@ from agent_core.errors import UserError
 from agent_core.runtime import undo
 from agent_core.runtime.contracts import AgentWorker
 from agent_core.runtime.worker_state import dump_state
-from agent_core.store.base import MemoryWrite, TaskChange
+from agent_core.store.base import MemoryWrite, PromptCopy, TaskChange
 from agent_core.task_files import workspace_folder
 from agent_core.types import (
     ForkPoint,
@@ -45,6 +45,7 @@ __all__ = [
     "ForkAgent",
     "agent_named",
     "fork_state",
+    "fork_with_prompts",
     "new_task_change",
     "provide_agent_names",
     "renamed_copy",
@@ -104,11 +105,7 @@ def renamed_copy(
         for old, step in state.steps.items()
         if old in ids
     }
-    outputs = {
-        ids[old]: _renamed_output(state.outputs[old], steps[ids[old]], steps, ids)
-        for old in state.outputs
-        if old in ids
-    }
+    outputs = _renamed_outputs(state.outputs, steps, ids)
     snapshots = _renamed_snapshots(state.snapshots, ids)
     task = _task_copy(state.task, update={"task_id": task_id, "thread_id": task_id})
     renamed = TaskState(
@@ -121,6 +118,29 @@ def renamed_copy(
     renamed.outputs, renamed.snapshots = outputs, snapshots  # Built: not validated again.
     renamed.set_extra_state_json(dump_state(task.extra_state, task_id=task_id, step_id=""))
     return renamed, ids
+
+
+def _renamed_outputs(
+    outputs: dict[str, TaskStepOutput], steps: dict[str, TaskStep], ids: dict[str, str]
+) -> dict[str, TaskStepOutput]:
+    """The outputs under their new ids, built on first read from the original's stored form.
+
+    A loaded task's stay unread: validating them all was most of a long task's fork.
+    """
+    if isinstance(outputs, LazyDict):
+
+        def rebuild(new: str, old: str, stored: Any) -> TaskStepOutput:
+            output = outputs.load_stored(old, stored)
+            return _renamed_output(output, steps[new], steps, ids)
+
+        return outputs.renamed(
+            ids, lambda new, output: _renamed_output(output, steps[new], steps, ids), rebuild
+        )
+    return {
+        ids[old]: _renamed_output(outputs[old], steps[ids[old]], steps, ids)
+        for old in outputs
+        if old in ids
+    }
 
 
 def _renamed_snapshots(
@@ -148,7 +168,8 @@ def _task_copy(task: Task, update: dict[str, Any]) -> Task:
 def _renamed_output(
     output: TaskStepOutput, step: TaskStep, steps: dict[str, TaskStep], ids: dict[str, str]
 ) -> TaskStepOutput:
-    next_steps = [steps[ids[s.step_id]] for s in output.next_steps if s.step_id in ids]
+    # Built late (a lazy copy), an output may name steps the fork has dropped since.
+    next_steps = [steps[ids[s.step_id]] for s in output.next_steps if ids.get(s.step_id) in steps]
     return output.model_copy(update={"task_step": step, "next_steps": next_steps})
 
 
@@ -176,16 +197,47 @@ def _renamed_step(step: TaskStep, task_id: str, ids: dict[str, str], *, deep: bo
     return step.model_copy(update=update, deep=deep)
 
 
-def new_task_change(state: TaskState) -> TaskChange:
-    """The change that stores `state` as a new task, every row of it."""
+def new_task_change(
+    state: TaskState, prompts_from: PromptCopy | None = None, *, same_store: bool = False
+) -> TaskChange:
+    """The change that stores `state` as a new task, every row of it.
+
+    With `same_store` (the state was copied from a task the committing store loaded, as a
+    fork is), outputs and snapshots still in their stored form go to the store as stored:
+    another store's stored form is not its own. `prompts_from` names prompts to copy.
+    """
+    outputs, stored_outputs = _built_and_stored(state.outputs, same_store)
+    snapshots, stored_snapshots = _built_and_stored(state.snapshots, same_store)
     return TaskChange(
         state=state,
         base_version=None,
         steps=list(state.steps.values()),
-        outputs=list(state.outputs.values()),
-        snapshots=list(state.snapshots.values()),
+        outputs=outputs,
+        snapshots=snapshots,
         memory=MemoryWrite(keep=0, append=state.task.memory.get_all()),
+        stored_outputs=stored_outputs,
+        stored_snapshots=stored_snapshots,
+        prompts_from=prompts_from,
     )
+
+
+def _built_and_stored(
+    values: dict[str, Any], keep_stored: bool
+) -> tuple[list[Any], dict[str, Any]]:
+    """The values built, and those still stored (by key), building none of the latter."""
+    if not keep_stored or not isinstance(values, LazyDict):
+        return list(values.values()), {}
+    stored = values.stored()
+    return [values[key] for key in values if key not in stored], stored
+
+
+def fork_with_prompts(
+    original: TaskState, step_id: str, *, agent: ForkAgent | None = None
+) -> tuple[TaskState, PromptCopy]:
+    """`fork_state`, and the prompts the store copies: a kept step saw what the original saw."""
+    fork, ids = _fork(original, step_id, agent)
+    kept = {new: old for old, new in ids.items() if new in fork.outputs}
+    return fork, PromptCopy(task_id=original.task_id, steps=kept)
 
 
 def fork_state(original: TaskState, step_id: str, *, agent: ForkAgent | None = None) -> TaskState:
@@ -196,6 +248,12 @@ def fork_state(original: TaskState, step_id: str, *, agent: ForkAgent | None = N
     the steps after `step_id` are reverted there, never in the original's folder. With
     `agent`, the fork goes on with that agent (see the module docstring).
     """
+    return _fork(original, step_id, agent)[0]
+
+
+def _fork(
+    original: TaskState, step_id: str, agent: ForkAgent | None
+) -> tuple[TaskState, dict[str, str]]:
     if original.task.imported and (agent is None or _wrote_files(original)):
         raise UserError(
             "an imported task cannot be forked: its recorded file writes name another "
@@ -232,7 +290,7 @@ def fork_state(original: TaskState, step_id: str, *, agent: ForkAgent | None = N
     _unedit(fork)
     if agent is not None:
         _hand_over(fork, agent)
-    return fork
+    return fork, ids
 
 
 def _undone_after(original: TaskState, step_id: str) -> list[str]:
@@ -344,8 +402,9 @@ def _copy_workspace(original: TaskState, fork: TaskState) -> None:
     source, target = workspace_folder(original.task), workspace_folder(fork.task)
     if source is None or target is None:
         return
-    if source.is_dir():
-        shutil.copytree(source, target, symlinks=True)
+    if not source.is_dir():  # No file was written there: no effect to point elsewhere.
+        return
+    shutil.copytree(source, target, symlinks=True)
     for output in fork.outputs.values():
         output.effects = [_moved(effect, str(source), str(target)) for effect in output.effects]
 
@@ -366,8 +425,11 @@ def _drop(fork: TaskState, step_ids: set[str]) -> None:
     for step in fork.steps.values():
         step.prev_step_ids = [s for s in step.prev_step_ids if s not in step_ids]
         step.next_step_ids = [s for s in step.next_step_ids if s not in step_ids]
-    for output in fork.outputs.values():
-        output.next_steps = [s for s in output.next_steps if s.step_id not in step_ids]
+    stored = fork.outputs.stored() if isinstance(fork.outputs, LazyDict) else {}
+    for key in fork.outputs:
+        if key not in stored:  # A stored one names only the steps there when it is built.
+            output = fork.outputs[key]
+            output.next_steps = [s for s in output.next_steps if s.step_id not in step_ids]
 
 
 def _rebranch(fork: TaskState) -> None:

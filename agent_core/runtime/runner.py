@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent_core._lazy import shallow_copy
+from agent_core._lazy import paused_gc, shallow_copy
 from agent_core._nesting import MAX_NESTING, too_deep
 from agent_core.errors import (
     AgentCoreError,
@@ -90,7 +90,6 @@ from agent_core.runtime.task_cache import TaskCache
 from agent_core.runtime.transaction import claim, run_claimed
 from agent_core.runtime.undo import memory_write
 from agent_core.runtime.worker_state import dump_state
-from agent_core.store._records import paused_gc
 from agent_core.store.base import MemoryWrite, Store, TaskChange, TaskSummary, store_now
 from agent_core.store.memory import InMemoryStore
 from agent_core.task_files import delete_workspace

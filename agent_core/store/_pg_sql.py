@@ -118,6 +118,11 @@ class Statements:
     read_prompt_log: str = (
         "SELECT data FROM {s}.prompt_log WHERE task_id = %s AND idx >= %s AND idx < %s ORDER BY idx"
     )
+    read_prompts: str = "SELECT step_id, data FROM {s}.prompts WHERE task_id = %s"
+    copy_prompt_log: str = (
+        "INSERT INTO {s}.prompt_log (task_id, idx, data) "
+        "SELECT %s, idx, data FROM {s}.prompt_log WHERE task_id = %s AND idx < %s"
+    )
     append_prompt_log: str = "INSERT INTO {s}.prompt_log (task_id, idx, data) VALUES (%s, %s, %s)"
     truncate_messages: str = "DELETE FROM {s}.messages WHERE owner = %s AND idx >= %s"
     append_message: str = "INSERT INTO {s}.messages (owner, idx, data) VALUES (%s, %s, %s)"

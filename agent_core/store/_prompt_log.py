@@ -28,6 +28,7 @@ __all__ = [
     "EncodedPrompt",
     "PromptLog",
     "PromptLogs",
+    "copied_prompts",
     "decode_prompt",
     "encode_prompts",
     "is_runs_record",
@@ -214,3 +215,24 @@ def decode_prompt(record: str, read_runs: Callable[[list[Run]], list[str]]) -> l
     if len(rows) != sum(end - start for start, end in runs):
         raise ValueError("the prompt names messages its task's log does not hold")
     return [ChatMessage.model_validate_json(row) for row in rows]
+
+
+def copied_prompts(
+    rows: Iterable[tuple[str, str]], steps: dict[str, str]
+) -> tuple[list[tuple[str, str]], int]:
+    """A fork's prompt records from the original's (step_id, record) rows, and its log's end.
+
+    `steps` maps the fork's step ids to the original's. The records are copied as they are:
+    runs name the same indices in the fork's log, which starts as a copy of the original's
+    up to the returned end (the most the copied runs name); an old whole prompt names none.
+    """
+    by_old = dict(rows)
+    prompts, end = [], 0
+    for new, old in steps.items():
+        record = by_old.get(old)
+        if record is None:
+            continue
+        prompts.append((new, record))
+        if is_runs_record(record):
+            end = max([end, *(stop for _, stop in runs_of(record))])
+    return prompts, end

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import gc
 import json
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import TypeAdapter
 
-from agent_core._lazy import LazyDict
+from agent_core._lazy import LazyDict, paused_gc
 from agent_core.errors import StoreError
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.memory import ChatMemoryBuffer
@@ -88,23 +86,6 @@ def prompt_record(output: TaskStepOutput) -> str | None:
 def messages_of(record: str) -> list[ChatMessage]:
     """The messages of a `prompt_record`."""
     return _MESSAGES.validate_json(record)
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a task's rows become objects.
-
-    Loading a long task makes tens of thousands of objects and no garbage cycles, yet each
-    allocation burst starts collections that walk every object the process holds: in a process
-    holding another long task they cost as much as the load itself.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:  # Another thread that paused it too re-enables it when it is done.
-            gc.enable()
 
 
 def _load_output(data: str, step: TaskStep, steps: dict[str, TaskStep]) -> TaskStepOutput:

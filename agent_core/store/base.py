@@ -20,6 +20,7 @@ from agent_core.types import StepSnapshot, Task, TaskState, TaskStatus, TaskStep
 
 __all__ = [
     "MemoryWrite",
+    "PromptCopy",
     "SettingsStore",
     "Store",
     "StoreClock",
@@ -27,6 +28,14 @@ __all__ = [
     "TaskSummary",
     "store_now",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class PromptCopy:
+    """Prompts to copy from another task: `steps` maps the new step ids to the original's."""
+
+    task_id: str
+    steps: dict[str, str]
 
 
 @dataclass(slots=True)
@@ -55,6 +64,13 @@ class TaskChange:
     dropped_snapshots: list[str] = field(default_factory=list)
     dropped_steps: list[str] = field(default_factory=list)
     memory: MemoryWrite | None = None
+    stored_outputs: dict[str, Any] = field(default_factory=dict)
+    """Outputs (by step id) in the form this store read them: a fork's copies, never read, are
+    written back as they were stored instead of validated and serialised again."""
+    stored_snapshots: dict[str, Any] = field(default_factory=dict)
+    """Undo snapshots (by step id) in the form this store read them, as `stored_outputs`."""
+    prompts_from: PromptCopy | None = None
+    """A new fork's steps whose prompts are the original's: copied with their log prefix."""
     task_row: bool = True
     """False when only the version moves (claiming a step changes no task field)."""
     ledger_key: str | None = None

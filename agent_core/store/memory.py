@@ -16,7 +16,7 @@ from typing import Any
 
 from agent_core.errors import ConflictError
 from agent_core.llms.base import ChatMessage
-from agent_core.store._prompt_log import PromptLog, decode_prompt, encode_prompts
+from agent_core.store._prompt_log import PromptLog, copied_prompts, decode_prompt, encode_prompts
 from agent_core.store._records import (
     assemble_state,
     output_record,
@@ -24,7 +24,7 @@ from agent_core.store._records import (
     summary_of,
     task_record,
 )
-from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
+from agent_core.store.base import MemoryWrite, PromptCopy, TaskChange, TaskSummary
 from agent_core.store.ledger import LedgerEntry
 from agent_core.store.listeners import CommitListener, CommitListeners
 from agent_core.types import TaskState, TaskStep, utcnow
@@ -111,8 +111,12 @@ class InMemoryStore:
             records.steps[step.step_id] = step.model_dump_json()
         for output in change.outputs:
             records.outputs[output.task_step.step_id] = output_record(output)
+        records.outputs.update(change.stored_outputs)  # As this store wrote them.
         for snapshot in change.snapshots:
             records.snapshots[snapshot.step_id] = snapshot.model_dump_json()
+        records.snapshots.update(change.stored_snapshots)
+        if change.prompts_from is not None:
+            self._copy_prompts(records, change.prompts_from)
         for step_id in change.dropped_snapshots:
             records.snapshots.pop(step_id, None)
         prompts, appended = encode_prompts(records.prompt_log, change.outputs)
@@ -124,6 +128,16 @@ class InMemoryStore:
             records.prompts.pop(step_id, None)
         if change.memory is not None:
             _apply_memory(records.messages, change.memory)
+
+    def _copy_prompts(self, records: _TaskRecords, source: PromptCopy) -> None:
+        """A new fork's prompts: the original's records, and the prefix of its log they name."""
+        original = self._tasks.get(source.task_id)
+        if original is None:
+            return
+        prompts, end = copied_prompts(original.prompts.items(), source.steps)
+        records.prompts.update(prompts)
+        records.log_rows.extend(original.log_rows[:end])
+        records.prompt_log.extend(original.prompt_log.messages[:end])
 
     def load_task(self, task_id: str) -> TaskState | None:
         """The stored task, rebuilt from its records."""

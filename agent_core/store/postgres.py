@@ -25,7 +25,13 @@ from agent_core.errors import ConflictError, StoreError, StoreUnavailableError
 from agent_core.extras import require
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.store._pg_sql import LAYOUT_VERSION, TABLES, Statements
-from agent_core.store._prompt_log import PromptLog, PromptLogs, decode_prompt, encode_prompts
+from agent_core.store._prompt_log import (
+    PromptLog,
+    PromptLogs,
+    copied_prompts,
+    decode_prompt,
+    encode_prompts,
+)
 from agent_core.store._records import (
     assemble_state,
     damaged_summary,
@@ -33,7 +39,7 @@ from agent_core.store._records import (
     setting_record,
     task_record,
 )
-from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
+from agent_core.store.base import MemoryWrite, PromptCopy, TaskChange, TaskSummary
 from agent_core.store.ledger import LedgerEntry
 from agent_core.store.listeners import CommitListener, CommitListeners
 from agent_core.store.pg_pool import ConnectionPool
@@ -291,7 +297,9 @@ class PostgresStore:
     def _write_rows(self, conn: Any, change: TaskChange) -> None:
         task_id = change.state.task_id
         outputs = {o.task_step.step_id: output_record(o) for o in change.outputs}
+        outputs.update(change.stored_outputs)  # As this store wrote them.
         snapshots = {s.step_id: s.model_dump_json() for s in change.snapshots}
+        snapshots.update(change.stored_snapshots)
         snapshots.update((step_id, "") for step_id in change.dropped_snapshots)
         cursor = conn.cursor()
         rows = [
@@ -328,6 +336,8 @@ class PostgresStore:
 
     def _write_prompts(self, conn: Any, task_id: str, change: TaskChange) -> None:
         """Each sent prompt as runs into the task's log, and the messages the log gains."""
+        if change.prompts_from is not None:
+            self._copy_prompts(conn, task_id, change.prompts_from)
         if not any(o.messages_sent for o in change.outputs):
             return
         prompts, appended = encode_prompts(self._prompt_log(conn, task_id), change.outputs)
@@ -337,6 +347,16 @@ class PostgresStore:
             cursor.executemany(self._sql.append_prompt_log, rows)
         rows = [(task_id, step_id, record) for step_id, record in prompts]
         cursor.executemany(self._sql.upsert_prompt, rows)
+
+    def _copy_prompts(self, conn: Any, task_id: str, source: PromptCopy) -> None:
+        """A new fork's prompt rows: the original's, and the prefix of its log they name."""
+        rows = conn.execute(self._sql.read_prompts, (source.task_id,)).fetchall()
+        prompts, log_end = copied_prompts(rows, source.steps)
+        cursor = conn.cursor()
+        cursor.execute(self._sql.copy_prompt_log, (task_id, source.task_id, log_end))
+        if prompts:
+            rows = [(task_id, step_id, record) for step_id, record in prompts]
+            cursor.executemany(self._sql.upsert_prompt, rows)
 
     def _prompt_log(self, conn: Any, task_id: str) -> PromptLog:
         """The task's log as stored now (read inside the commit, after the task's row lock)."""

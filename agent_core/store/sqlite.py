@@ -22,7 +22,13 @@ from typing import Any
 from agent_core.errors import ConflictError, StoreError
 from agent_core.llms.base import ChatMessage, Usage
 from agent_core.store._blobs import pack, unpack
-from agent_core.store._prompt_log import PromptLog, PromptLogs, decode_prompt, encode_prompts
+from agent_core.store._prompt_log import (
+    PromptLog,
+    PromptLogs,
+    copied_prompts,
+    decode_prompt,
+    encode_prompts,
+)
 from agent_core.store._records import (
     assemble_state,
     damaged_summary,
@@ -31,7 +37,7 @@ from agent_core.store._records import (
     setting_record,
     task_record,
 )
-from agent_core.store.base import MemoryWrite, TaskChange, TaskSummary
+from agent_core.store.base import MemoryWrite, PromptCopy, TaskChange, TaskSummary
 from agent_core.store.ledger import LedgerEntry
 from agent_core.store.listeners import CommitListener, CommitListeners
 from agent_core.types import TaskState, TaskStatus, TaskStep, utcnow
@@ -331,7 +337,9 @@ class SQLiteStore:
     def _write_rows(self, db: sqlite3.Connection, change: TaskChange) -> None:
         task_id = change.state.task_id
         outputs = {o.task_step.step_id: pack(output_record(o)) for o in change.outputs}
+        outputs.update(change.stored_outputs)  # As this store wrote them: packed already.
         snapshots = {s.step_id: s.model_dump_json() for s in change.snapshots}
+        snapshots.update(change.stored_snapshots)
         snapshots.update((step_id, "") for step_id in change.dropped_snapshots)
         rows = [
             (
@@ -366,6 +374,8 @@ class SQLiteStore:
 
     def _write_prompts(self, db: sqlite3.Connection, task_id: str, change: TaskChange) -> None:
         """Each sent prompt as runs into the task's log, and the messages the log gains."""
+        if change.prompts_from is not None:
+            self._copy_prompts(db, task_id, change.prompts_from)
         if not any(o.messages_sent for o in change.outputs):
             return
         log = self._prompt_log(db, task_id)
@@ -373,6 +383,23 @@ class SQLiteStore:
         db.executemany(
             "INSERT INTO prompt_log (task_id, idx, data) VALUES (?, ?, ?)",
             [(task_id, idx, pack(data)) for idx, data in appended],
+        )
+        db.executemany(
+            "INSERT OR REPLACE INTO prompts VALUES (?, ?, ?)",
+            [(task_id, step_id, record) for step_id, record in prompts],
+        )
+
+    @staticmethod
+    def _copy_prompts(db: sqlite3.Connection, task_id: str, source: PromptCopy) -> None:
+        """A new fork's prompt rows: the original's, and the prefix of its log they name."""
+        rows = db.execute(
+            "SELECT step_id, data FROM prompts WHERE task_id = ?", (source.task_id,)
+        ).fetchall()
+        prompts, log_end = copied_prompts(rows, source.steps)
+        db.execute(
+            "INSERT INTO prompt_log (task_id, idx, data) "
+            "SELECT ?, idx, data FROM prompt_log WHERE task_id = ? AND idx < ?",
+            (task_id, source.task_id, log_end),
         )
         db.executemany(
             "INSERT OR REPLACE INTO prompts VALUES (?, ?, ?)",

@@ -396,6 +396,31 @@ class StoreConformance:
         for each in (store, other):
             assert [each.load_messages_sent(task_id, s) for s in ran] == llm.requests
 
+    def test_a_forks_steps_read_back_the_prompts_the_original_sent(
+        self, store: Store, other: Store
+    ) -> None:
+        """A fork's kept steps show what the model saw; its own next step's prompt too.
+
+        The fork's prompt rows are the original's, naming a copy of its log's prefix, which the
+        fork's next prompt then runs into.
+        """
+        llm = ScriptedLLM([CALL_ADD] * 6)
+        agent = _runner(store, llm)
+        task_id = agent.create_task(QUESTION).task_id
+        for _ in range(4):
+            agent.run_step(task_id)
+        original = agent.get_task_state(task_id)
+        fork = agent.fork_task(task_id, original.completed[1])
+        agent.run_step(fork.task_id)
+        kept = agent.get_task_state(fork.task_id).completed
+        assert len(kept) == 3
+        for each in (store, other):
+            got = [each.load_messages_sent(fork.task_id, s) for s in kept]
+            assert got == [*llm.requests[:2], llm.requests[-1]]
+            assert [each.load_messages_sent(task_id, s) for s in original.completed] == (
+                llm.requests[:4]
+            )
+
     def test_list_tasks_is_newest_first_with_counts_and_status(
         self, store: Store, other: Store
     ) -> None:
