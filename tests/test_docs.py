@@ -16,8 +16,6 @@ import contextlib
 import io
 import re
 import shlex
-import threading
-import time
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -145,29 +143,13 @@ def a_task(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Around]:
 @setup
 def stepwise_serve(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Around]:
     """`stepwise serve` on a free port (the scripted demo model), for 127.0.0.1:8000."""
-    import uvicorn
-
     from stepwise.http.listening import uvicorn_options
-    from stepwise.server import ServerSettings, create_app
-    from tests.stepwise.services._system import free_port
+    from stepwise.server import ServerSettings
+    from tests.stepwise.server.conftest import running_server
 
-    port = free_port()
-    app = create_app(ServerSettings(db=folder / "served.db", token=None))
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="error", **uvicorn_options()
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield Around(addresses={"127.0.0.1:8000": f"127.0.0.1:{port}"})
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
+    settings = ServerSettings(db=folder / "served.db", token=None)
+    with running_server(settings, **uvicorn_options()) as url:
+        yield Around(addresses={"127.0.0.1:8000": url.removeprefix("http://")})
 
 
 @setup

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -24,11 +25,19 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_server(settings: ServerSettings) -> Iterator[str]:
-    """Serve `create_app(settings)` with uvicorn in a thread; yields the base URL."""
+def running_server(settings: ServerSettings, **options: Any) -> Iterator[str]:
+    """Serve `create_app(settings)` with uvicorn in a thread; yields the base URL.
+
+    `options` go to `uvicorn.Config` (`**uvicorn_options()`: `stepwise serve`'s bounded heads).
+    """
     port = free_port()
     config = uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+        create_app(settings),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        **options,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

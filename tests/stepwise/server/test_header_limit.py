@@ -6,19 +6,16 @@ passed, so up to ~100 KiB of headers were served. Over the limit is a 431 with a
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from stepwise.http.listening import MAX_HEADER_BYTES, MAX_HEADER_COUNT, uvicorn_options
-from stepwise.server import ServerSettings, create_app
+from stepwise.server import ServerSettings
 
-from .conftest import free_port
+from .conftest import running_server
 
 KIB = 1024
 
@@ -27,21 +24,9 @@ KIB = 1024
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`create_app` on uvicorn with `stepwise serve`'s listening options."""
     folder = tmp_path_factory.mktemp("heads")
-    port = free_port()
-    app = create_app(ServerSettings(db=folder / "runs.db", token=None))
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="error", **uvicorn_options()
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=20)
+    settings = ServerSettings(db=folder / "runs.db", token=None)
+    with running_server(settings, **uvicorn_options()) as served:
+        yield served
 
 
 def _get(url: str, headers: dict[str, str]) -> httpx.Response:
