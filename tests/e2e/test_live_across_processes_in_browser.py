@@ -11,7 +11,6 @@ LISTEN/NOTIFY (`agent_core.host.notify`).
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +24,7 @@ from agent_core.host import Host
 from agent_core.runtime.step_runs import STOPPED_BY_YOU
 from agent_core.types import StepStatus
 from tests._postgres_server import postgres_schema, postgres_server, postgres_url  # noqa: F401
-from tests._serve_process import wait_healthy
+from tests._serve_process import serve_process
 from tests.llm_servers import OpenAIServer, Reply
 
 from .conftest import ARTIFACTS, ROOT, _free_port, serving, streamlit_run
@@ -57,7 +56,6 @@ def model() -> Iterator[OpenAIServer]:
 @pytest.fixture
 def served(tmp_path: Path, db: str, model: OpenAIServer) -> Iterator[str]:
     """`stepwise serve` on the shared file, its model the loopback server; its URL."""
-    port = _free_port()
     env = {
         **os.environ,
         "STEPWISE_WORKSPACES": str(tmp_path / "ws"),
@@ -65,24 +63,8 @@ def served(tmp_path: Path, db: str, model: OpenAIServer) -> Iterator[str]:
         "OPENAI_BASE_URL": f"{model.url}/v1",
         "OPENAI_API_KEY": "sk-loopback",
     }
-    env.pop("STEPWISE_API_TOKEN", None)
-    log = tmp_path / "serve.log"
-    command = [sys.executable, "-m", "stepwise.cli", "serve", "--port", str(port), "--db", db]
-    with log.open("wb") as out:
-        import subprocess
-
-        process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=out, stderr=out)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, process, output=lambda: log.read_text()[-3000:])
+    with serve_process(db, cwd=tmp_path, env=env) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=30)
 
 
 @pytest.fixture

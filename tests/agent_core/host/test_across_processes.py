@@ -25,8 +25,7 @@ from agent_core.runtime.parallel import ParallelAgentRunner
 from agent_core.runtime.step_runs import STOPPED_BY_YOU
 from agent_core.spec import AgentSpec
 from agent_core.types import StepKind, StepStatus, TaskState, TaskStep
-from tests._serve_process import wait_healthy
-from tests.stepwise.services._system import free_port
+from tests._serve_process import serve_process
 
 HERE = Path(__file__).parent
 STEPS = 5
@@ -40,24 +39,9 @@ def db(tmp_path: Path) -> str:
 @pytest.fixture
 def served(tmp_path: Path, db: str) -> Iterator[str]:
     """`stepwise serve` on the shared file; its URL."""
-    port = free_port()
     env = {**os.environ, "STEPWISE_WORKSPACES": str(tmp_path / "ws")}
-    env.pop("STEPWISE_API_TOKEN", None)
-    log = tmp_path / "serve.log"
-    command = [sys.executable, "-m", "stepwise.cli", "serve", "--port", str(port), "--db", db]
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=out, stderr=out)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, process, output=lambda: log.read_text()[-3000:])
+    with serve_process(db, cwd=tmp_path, env=env) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # An event stream still open keeps uvicorn waiting.
-            process.kill()
-            process.wait(timeout=30)
 
 
 def _read_events(url: str, task_id: str, seen: list[tuple[float, dict]], ready: threading.Event):
